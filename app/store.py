@@ -1,0 +1,267 @@
+"""Persistence of debates and turns: keyword-only functions over a session.
+
+Each function is one short unit of work; callers own the session and its transaction
+(``db.session_scope``). Nothing here knows about the web or about providers.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from app.models import ACTIVE_STATUSES, Debate, Turn, utcnow
+from app.spec import CompletedTurn, ContextFile, DebateSpec, Outcome, Seat
+
+_SLUG_DROP = re.compile(r"[^a-z0-9-]")
+
+
+def slugify(topic: str) -> str:
+    """FORMATS.md: lower-case, spaces to hyphens, drop all but [a-z0-9-], cut to 40."""
+    return _SLUG_DROP.sub("", topic.lower().replace(" ", "-"))[:40]
+
+
+def new_debate_id() -> str:
+    return secrets.token_hex(6)
+
+
+def spec_to_json(spec: DebateSpec) -> dict[str, Any]:
+    return asdict(spec)
+
+
+def spec_from_json(data: dict[str, Any]) -> DebateSpec:
+    return DebateSpec(
+        topic=data["topic"],
+        format=data["format"],
+        topic_type=data.get("topic_type", "general"),
+        rounds=int(data.get("rounds", 4)),
+        seats=tuple(Seat(**seat) for seat in data.get("seats", ())),
+        context=tuple(ContextFile(**item) for item in data.get("context", ())),
+        skipped_paths=tuple(data.get("skipped_paths", ())),
+        seed=data.get("seed"),
+        history=bool(data.get("history", False)),
+    )
+
+
+def seats_summary(spec: DebateSpec) -> str:
+    return ", ".join(
+        f"{seat.label}: {seat.provider}{':' + seat.model if seat.model else ''}"
+        for seat in spec.seats
+    )
+
+
+def create_debate(session: Session, *, spec: DebateSpec, token_budget: int | None = None) -> Debate:
+    debate = Debate(
+        id=new_debate_id(),
+        topic=spec.topic,
+        slug=slugify(spec.topic),
+        format=spec.format,
+        topic_type=spec.topic_type,
+        rounds=spec.rounds,
+        seed=spec.seed,
+        history=spec.history,
+        spec_json=spec_to_json(spec),
+        seats_summary=seats_summary(spec),
+        token_budget=token_budget,
+        status="queued",
+    )
+    session.add(debate)
+    session.flush()
+    return debate
+
+
+def get_debate(session: Session, *, debate_id: str) -> Debate | None:
+    return session.get(Debate, debate_id)
+
+
+def debate_spec(debate: Debate) -> DebateSpec:
+    return spec_from_json(debate.spec_json)
+
+
+def list_debates(
+    session: Session,
+    *,
+    query: str | None = None,
+    format: str | None = None,
+    status: str | None = None,
+    page: int = 1,
+    per_page: int = 20,
+) -> tuple[list[Debate], int]:
+    """One page of debates, newest first, and the total that match."""
+    conditions = []
+    if query:
+        conditions.append(col(Debate.topic).contains(query, autoescape=True))
+    if format:
+        conditions.append(col(Debate.format) == format)
+    if status:
+        conditions.append(col(Debate.status) == status)
+    total = session.exec(select(func.count()).select_from(Debate).where(*conditions)).one()
+    rows = session.exec(
+        select(Debate)
+        .where(*conditions)
+        .order_by(col(Debate.created_at).desc(), col(Debate.id).desc())
+        .offset(max(page - 1, 0) * per_page)
+        .limit(per_page)
+    ).all()
+    return list(rows), int(total)
+
+
+def active_debates(session: Session) -> list[Debate]:
+    """Debates that were queued or running, oldest first: what start-up resumes."""
+    rows = session.exec(
+        select(Debate)
+        .where(col(Debate.status).in_(ACTIVE_STATUSES))
+        .order_by(col(Debate.created_at), col(Debate.id))
+    ).all()
+    return list(rows)
+
+
+def set_status(
+    session: Session, *, debate_id: str, status: str, reason: str | None = None
+) -> Debate:
+    debate = _require(session, debate_id)
+    debate.status = status
+    debate.status_reason = reason
+    now = utcnow()
+    if status == "running":
+        debate.started_at = debate.started_at or now
+        debate.finished_at = None
+    elif status in ("completed", "failed", "cancelled"):
+        debate.finished_at = now
+    session.add(debate)
+    return debate
+
+
+def debate_status(session: Session, *, debate_id: str) -> str | None:
+    return session.exec(select(Debate.status).where(Debate.id == debate_id)).first()
+
+
+def record_turn(
+    session: Session,
+    *,
+    debate_id: str,
+    key: str,
+    role: str,
+    label: str,
+    provider: str,
+    model: str,
+    phase: str,
+    round: int,
+    status: str,
+    text: str,
+    verdict: dict[str, Any] | None,
+    error_kind: str | None,
+    error_message: str | None,
+    input_tokens: int,
+    output_tokens: int,
+    usage_estimated: bool,
+    attempts: int,
+    started_at: datetime,
+    finished_at: datetime,
+) -> Turn:
+    """Save a finished turn, replacing an earlier failed attempt with the same key, and add
+    its tokens to the debate's totals."""
+    existing = session.exec(
+        select(Turn).where(Turn.debate_id == debate_id, Turn.key == key)
+    ).first()
+    seq = _next_seq(session, debate_id)
+    turn = existing or Turn(
+        debate_id=debate_id,
+        key=key,
+        seq=seq,
+        round=round,
+        role=role,
+        label=label,
+        provider=provider,
+        model=model,
+        phase=phase,
+    )
+    turn.seq = seq
+    turn.role, turn.label, turn.provider, turn.model = role, label, provider, model
+    turn.phase, turn.round, turn.status, turn.text = phase, round, status, text
+    turn.verdict = verdict
+    turn.error_kind, turn.error_message = error_kind, error_message
+    turn.input_tokens, turn.output_tokens = input_tokens, output_tokens
+    turn.usage_estimated, turn.attempts = usage_estimated, attempts
+    turn.started_at, turn.finished_at = started_at, finished_at
+    turn.latency_ms = int((finished_at - started_at).total_seconds() * 1000)
+    session.add(turn)
+    debate = _require(session, debate_id)
+    debate.input_tokens += input_tokens
+    debate.output_tokens += output_tokens
+    session.add(debate)
+    session.flush()
+    return turn
+
+
+def turns_of(session: Session, *, debate_id: str) -> list[Turn]:
+    rows = session.exec(
+        select(Turn).where(Turn.debate_id == debate_id).order_by(col(Turn.seq))
+    ).all()
+    return list(rows)
+
+
+def completed_turns(session: Session, *, debate_id: str) -> tuple[CompletedTurn, ...]:
+    """What a format plans from: the completed turns, in the order they completed."""
+    return tuple(
+        CompletedTurn(
+            key=turn.key,
+            role=turn.role,
+            phase=turn.phase,
+            round=turn.round,
+            text=turn.text,
+            verdict=turn.verdict,
+        )
+        for turn in turns_of(session, debate_id=debate_id)
+        if turn.status == "completed"
+    )
+
+
+def finish_debate(
+    session: Session,
+    *,
+    debate_id: str,
+    status: str,
+    outcome: Outcome | None,
+    reason: str | None = None,
+) -> Debate:
+    debate = set_status(session, debate_id=debate_id, status=status, reason=reason)
+    if outcome is not None:
+        debate.converged = outcome.converged
+        debate.rounds_run = outcome.rounds_run
+        debate.synthesis = outcome.synthesis
+    session.add(debate)
+    return debate
+
+
+def _next_seq(session: Session, debate_id: str) -> int:
+    current = session.exec(select(func.max(Turn.seq)).where(Turn.debate_id == debate_id)).one()
+    return int(current or 0) + 1
+
+
+def _require(session: Session, debate_id: str) -> Debate:
+    debate = session.get(Debate, debate_id)
+    if debate is None:
+        raise LookupError(f"no debate {debate_id}")
+    return debate
+
+
+__all__ = [
+    "active_debates",
+    "completed_turns",
+    "create_debate",
+    "debate_spec",
+    "debate_status",
+    "finish_debate",
+    "get_debate",
+    "list_debates",
+    "record_turn",
+    "set_status",
+    "slugify",
+    "turns_of",
+]
