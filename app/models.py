@@ -46,6 +46,11 @@ class Debate(SQLModel, table=True):
     input_tokens: int = 0
     output_tokens: int = 0
     token_budget: int | None = None
+    outputs: dict[str, Any] | None = Field(
+        default=None,
+        sa_column=Column(JSON, nullable=True),
+        description="Files written for this debate: finals, history, plan paths.",
+    )
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
     finished_at: datetime | None = None
