@@ -153,6 +153,12 @@ class EventHub:
         )
         return Snapshot(last_id=last_id, live_turns=live, ended=channel.ended_at is not None)
 
+    def reopen(self, debate_id: str) -> None:
+        """A resumed debate goes on in the same log, so ids keep increasing."""
+        channel = self._channels.get(debate_id)
+        if channel is not None:
+            channel.ended_at = None
+
     def has_ended(self, debate_id: str) -> bool:
         channel = self._channels.get(debate_id)
         return channel is not None and channel.ended_at is not None

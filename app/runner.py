@@ -1,0 +1,387 @@
+"""The runner: the only loop. It asks a format for the next turns, runs each batch
+concurrently, saves each finished turn, and publishes what happened.
+
+    while plans := fmt.plan(spec, done):
+        results = await gather(run_turn(p) for p in plans)
+        done += results
+
+It receives the database engine, the event hub and the providers as arguments, so tests can
+hand it fakes. Cancellation is checked between steps (the debate's status is re-read), and a
+debate resumes by re-planning from its saved turns: only unfinished turns run again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from app import store
+from app.config import Settings
+from app.db import session_scope
+from app.events import EventHub
+from app.formats import Format, get_format
+from app.models import utcnow
+from app.providers.base import (
+    ErrorKind,
+    Finished,
+    Provider,
+    ProviderError,
+    Retrying,
+    TextDelta,
+    Usage,
+)
+from app.providers.registry import default_model
+from app.providers.resilience import stream_with_retries
+from app.spec import CompletedTurn, DebateSpec, TurnPlan
+
+Sleep = Callable[[float], Awaitable[None]]
+
+# Deltas are gathered into short windows: one event per window instead of one per token
+# keeps the viewers' browsers and the event log cheap without a visible delay.
+DELTA_WINDOW_SECONDS = 0.05
+
+
+@dataclass(frozen=True)
+class RunResult:
+    status: str
+    reason: str | None = None
+
+
+class DebateStopped(Exception):
+    """The debate's status changed under the runner (cancelled): stop between steps."""
+
+
+class TurnFailed(Exception):
+    def __init__(self, plan: TurnPlan, error: ProviderError) -> None:
+        super().__init__(str(error))
+        self.plan = plan
+        self.error = error
+
+
+@dataclass
+class Runner:
+    engine: Engine
+    hub: EventHub
+    providers: Mapping[str, Provider]
+    settings: Settings
+    sleep: Sleep = asyncio.sleep
+
+    async def run(self, debate_id: str) -> RunResult:
+        spec, done, budget = self._begin(debate_id)
+        fmt = get_format(spec.format)
+        try:
+            while plans := fmt.plan(spec, done):
+                self._check_still_running(debate_id)
+                if (reason := self._budget_exceeded(debate_id, budget)) is not None:
+                    return self._finish(debate_id, "failed", None, reason)
+                done += await self._run_batch(debate_id, spec, fmt, plans)
+        except DebateStopped:
+            self.hub.publish(debate_id, "end", {"status": "cancelled"})
+            return RunResult("cancelled")
+        except TurnFailed as failure:
+            reason = f"{failure.plan.key} failed: {failure.error}"
+            return self._finish(debate_id, "failed", None, reason)
+        except asyncio.CancelledError:
+            self._on_cancelled(debate_id)
+            raise
+        return self._finish(debate_id, "completed", fmt.outcome(spec, done), None)
+
+    # -- steps --------------------------------------------------------------------------
+
+    def _begin(self, debate_id: str) -> tuple[DebateSpec, tuple[CompletedTurn, ...], int | None]:
+        with session_scope(self.engine) as session:
+            debate = store.set_status(session, debate_id=debate_id, status="running")
+            spec = store.debate_spec(debate)
+            done = store.completed_turns(session, debate_id=debate_id)
+            budget = debate.token_budget
+        self.hub.publish(debate_id, "status", {"status": "running"})
+        return spec, done, budget
+
+    def _check_still_running(self, debate_id: str) -> None:
+        with session_scope(self.engine) as session:
+            status = store.debate_status(session, debate_id=debate_id)
+        if status != "running":
+            raise DebateStopped(status)
+
+    def _budget_exceeded(self, debate_id: str, budget: int | None) -> str | None:
+        if budget is None:
+            return None
+        with session_scope(self.engine) as session:
+            debate = store.get_debate(session, debate_id=debate_id)
+            used = (debate.input_tokens + debate.output_tokens) if debate else 0
+        if used >= budget:
+            return f"token budget reached: {used} of {budget} tokens used"
+        return None
+
+    async def _run_batch(
+        self, debate_id: str, spec: DebateSpec, fmt: Format, plans: list[TurnPlan]
+    ) -> tuple[CompletedTurn, ...]:
+        if len(plans) > 1:
+            self.hub.publish(
+                debate_id, "batch", {"keys": [plan.key for plan in plans], "size": len(plans)}
+            )
+        tasks = [
+            asyncio.ensure_future(self._run_turn(debate_id, spec, fmt, plan)) for plan in plans
+        ]
+        try:
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        completed: list[CompletedTurn] = []
+        failures: list[TurnFailed] = []
+        for result in results:
+            if isinstance(result, TurnFailed):
+                failures.append(result)
+            elif isinstance(result, BaseException):
+                raise result
+            else:
+                completed.append(result)
+        if failures:
+            raise failures[0]
+        return tuple(completed)
+
+    async def _run_turn(
+        self, debate_id: str, spec: DebateSpec, fmt: Format, plan: TurnPlan
+    ) -> CompletedTurn:
+        seat = spec.seat(plan.role)
+        model = seat.model or default_model(seat.provider, self.settings)
+        info: dict[str, Any] = {
+            "key": plan.key,
+            "role": plan.role,
+            "label": seat.label,
+            "provider": seat.provider,
+            "model": model,
+            "phase": plan.phase,
+            "round": plan.round,
+        }
+        self.hub.publish(debate_id, "turn_started", info)
+        started = utcnow()
+        clock = time.monotonic()
+        streamed = _TurnText(self.hub, debate_id, plan.key)
+        usage = Usage(0, 0, estimated=True)
+        attempts = 1
+        try:
+            provider = self._provider(seat.provider)
+            async for event in stream_with_retries(
+                provider,
+                model=model,
+                system=plan.system,
+                messages=plan.messages,
+                max_tokens=self.settings.max_output_tokens,
+                settings=self.settings,
+                sleep=self.sleep,
+            ):
+                if isinstance(event, TextDelta):
+                    streamed.add(event.text)
+                elif isinstance(event, Retrying):
+                    attempts += 1
+                    streamed.reset()
+                    self.hub.publish(debate_id, "retrying", _retry_info(plan.key, event))
+                elif isinstance(event, Finished):
+                    usage = event.usage
+        except ProviderError as error:
+            streamed.flush()
+            self._save_failed(debate_id, plan, info, error, started, attempts, streamed.text)
+            raise TurnFailed(plan, error) from error
+        except BaseException:
+            streamed.discard()
+            raise
+        streamed.flush()
+        text = streamed.text
+        verdict = fmt.verdict(plan, text)
+        latency = time.monotonic() - clock
+        with session_scope(self.engine) as session:
+            turn = store.record_turn(
+                session,
+                debate_id=debate_id,
+                key=plan.key,
+                role=plan.role,
+                label=seat.label,
+                provider=seat.provider,
+                model=model,
+                phase=plan.phase,
+                round=plan.round,
+                status="completed",
+                text=text,
+                verdict=verdict,
+                error_kind=None,
+                error_message=None,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                usage_estimated=usage.estimated,
+                attempts=attempts,
+                started_at=started,
+                finished_at=_after(started, latency),
+            )
+            turn_id = turn.id
+            debate = store.get_debate(session, debate_id=debate_id)
+            totals = (debate.input_tokens, debate.output_tokens) if debate else (0, 0)
+        self.hub.publish(
+            debate_id,
+            "turn_completed",
+            {
+                **info,
+                "turn_id": turn_id,
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "latency_ms": int(latency * 1000),
+                "verdict": verdict,
+            },
+        )
+        self.hub.publish(
+            debate_id, "usage", {"input_tokens": totals[0], "output_tokens": totals[1]}
+        )
+        return CompletedTurn(
+            key=plan.key,
+            role=plan.role,
+            phase=plan.phase,
+            round=plan.round,
+            text=text,
+            verdict=verdict,
+        )
+
+    def _provider(self, name: str) -> Provider:
+        provider = self.providers.get(name)
+        if provider is None:
+            raise ProviderError(
+                kind=ErrorKind.BAD_REQUEST,
+                provider=name,
+                message=f"provider {name!r} is not available",
+                retryable=False,
+            )
+        return provider
+
+    def _save_failed(
+        self,
+        debate_id: str,
+        plan: TurnPlan,
+        info: dict[str, Any],
+        error: ProviderError,
+        started: datetime,
+        attempts: int,
+        partial_text: str,
+    ) -> None:
+        with session_scope(self.engine) as session:
+            turn = store.record_turn(
+                session,
+                debate_id=debate_id,
+                key=plan.key,
+                role=plan.role,
+                label=str(info["label"]),
+                provider=str(info["provider"]),
+                model=str(info["model"]),
+                phase=plan.phase,
+                round=plan.round,
+                status="failed",
+                text=partial_text,
+                verdict=None,
+                error_kind=error.kind.value,
+                error_message=error.message,
+                input_tokens=0,
+                output_tokens=0,
+                usage_estimated=True,
+                attempts=attempts,
+                started_at=started,
+                finished_at=utcnow(),
+            )
+            turn_id = turn.id
+        self.hub.publish(
+            debate_id,
+            "turn_failed",
+            {
+                **info,
+                "turn_id": turn_id,
+                "error_kind": error.kind.value,
+                "error_status": error.status,
+                "error_message": error.message,
+            },
+        )
+
+    def _finish(self, debate_id: str, status: str, outcome: Any, reason: str | None) -> RunResult:
+        with session_scope(self.engine) as session:
+            store.finish_debate(
+                session, debate_id=debate_id, status=status, outcome=outcome, reason=reason
+            )
+        self.hub.publish(debate_id, "end", {"status": status, "reason": reason})
+        return RunResult(status, reason)
+
+    def _on_cancelled(self, debate_id: str) -> None:
+        """The task was cancelled: by a cancel request (status already says so) or by a
+        shutdown (status stays ``running`` so the next start resumes it)."""
+        with session_scope(self.engine) as session:
+            status = store.debate_status(session, debate_id=debate_id)
+        if status == "cancelled":
+            self.hub.publish(debate_id, "end", {"status": "cancelled"})
+
+
+class _TurnText:
+    """The text of one turn as it streams: kept whole, published in short windows.
+
+    A window opens with the first pending delta and closes by timer, so a lone token is
+    never held back waiting for the next one."""
+
+    def __init__(self, hub: EventHub, debate_id: str, key: str) -> None:
+        self._hub = hub
+        self._debate_id = debate_id
+        self._key = key
+        self._parts: list[str] = []
+        self._pending: list[str] = []
+        self._timer: asyncio.TimerHandle | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
+
+    def add(self, text: str) -> None:
+        if not text:
+            return
+        self._parts.append(text)
+        self._pending.append(text)
+        if self._timer is None:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(DELTA_WINDOW_SECONDS, self.flush)
+
+    def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._pending:
+            chunk = "".join(self._pending)
+            self._pending.clear()
+            self._hub.publish(self._debate_id, "delta", {"key": self._key, "text": chunk})
+
+    def reset(self) -> None:
+        self.flush()
+        self._parts.clear()
+
+    def discard(self) -> None:
+        """The turn was abandoned (cancelled): publish nothing more."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._pending.clear()
+
+
+def _retry_info(key: str, event: Retrying) -> dict[str, Any]:
+    return {
+        "key": key,
+        "attempt": event.attempt,
+        "delay": round(event.delay, 3),
+        "error_kind": event.error.kind.value,
+        "error_message": event.error.message,
+    }
+
+
+def _after(started: datetime, seconds: float) -> datetime:
+    from datetime import timedelta
+
+    return started + timedelta(seconds=seconds)
