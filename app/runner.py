@@ -13,6 +13,7 @@ debate resumes by re-planning from its saved turns: only unfinished turns run ag
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -38,7 +39,10 @@ from app.providers.base import (
 )
 from app.providers.registry import default_model
 from app.providers.resilience import stream_with_retries
-from app.spec import CompletedTurn, DebateSpec, TurnPlan
+from app.reports import write_debate_files
+from app.spec import CompletedTurn, DebateSpec, Outcome, TurnPlan
+
+log = logging.getLogger(__name__)
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -90,7 +94,7 @@ class Runner:
         except asyncio.CancelledError:
             self._on_cancelled(debate_id)
             raise
-        return self._finish(debate_id, "completed", fmt.outcome(spec, done), None)
+        return self._complete(debate_id, fmt.outcome(spec, done))
 
     # -- steps --------------------------------------------------------------------------
 
@@ -313,6 +317,28 @@ class Runner:
             )
         self.hub.publish(debate_id, "end", {"status": status, "reason": reason})
         return RunResult(status, reason)
+
+    def _complete(self, debate_id: str, outcome: Outcome) -> RunResult:
+        with session_scope(self.engine) as session:
+            store.finish_debate(
+                session, debate_id=debate_id, status="completed", outcome=outcome, reason=None
+            )
+        files_error = None
+        try:
+            write_debate_files(
+                self.engine,
+                debate_id=debate_id,
+                data_dir=self.settings.data_dir,
+                now=utcnow().astimezone(),
+            )
+        except OSError as error:
+            # The debate itself is complete and saved; the files can be exported again.
+            files_error = f"report files not written: {error}"
+            log.warning("debate %s: %s", debate_id, files_error)
+        self.hub.publish(
+            debate_id, "end", {"status": "completed", "reason": None, "files_error": files_error}
+        )
+        return RunResult("completed", files_error)
 
     def _on_cancelled(self, debate_id: str) -> None:
         """The task was cancelled: by a cancel request (status already says so) or by a

@@ -1,0 +1,554 @@
+"""Exported Markdown: what a finished debate becomes as files and downloads.
+
+Everything here is pure: a debate and its turns in, text (or archive bytes) out. No I/O and
+no clock: the date is always a parameter, so the same inputs give the same bytes. Writing the
+files under the data folder is ``app.files``' job.
+
+What each output holds (FORMATS.md, "Outputs" of duel and Phase 4 of panel):
+
+- finals (``finals/<slug>.md``): for a duel, the header block and the synthesis, exactly as
+  the seed shows. A panel has no finals in its seed; its finals is the final report, so every
+  debate has one "finals" download.
+- history (``history/<slug>-<type>-<stamp>.md``): the transcript, ``**<Seat>**: <text>``
+  messages separated by ``---``. For a duel the messages are the exchange the seed keeps in
+  ``conversation_history``: the openings, then each round's rebuttal and response. The seed
+  analysis (a tool's output fed into the openings), the convergence checks (Claude's private
+  evaluation) and the synthesis (already the finals) are not messages. For a panel every turn
+  is a message: claims, summaries, the judgement.
+- Failed turns are never content; in a transcript they appear as a one-line failure notice.
+- panel workspace: ``1_claims/<role>.md``, ``2_summaries/{pro,con}_summary.md``,
+  ``3_report/final_report.md``, downloadable as one zip under ``debate_YYYYMMDD_HHMMSS/``.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import re
+import zipfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date as Date
+from datetime import datetime
+from typing import Any
+
+from app.models import Debate, Turn
+
+__all__ = [
+    "DUEL_MESSAGE_PHASES",
+    "PANEL_CLAIM_ROLES",
+    "WORKSPACE_FOLDERS",
+    "claim_markdown",
+    "extract_thesis",
+    "file_slug",
+    "final_report_markdown",
+    "finals_filename",
+    "finals_markdown",
+    "history_filename",
+    "is_japanese",
+    "summary_markdown",
+    "transcript_markdown",
+    "whimsical_name",
+    "workspace_files",
+    "workspace_name",
+    "workspace_zip",
+]
+
+DUEL_MESSAGE_PHASES = ("opening", "rebuttal", "response")
+PANEL_CLAIM_ROLES = (
+    "pro_claude",
+    "pro_gemini",
+    "pro_codex",
+    "con_claude",
+    "con_gemini",
+    "con_codex",
+)
+_PANEL_SUMMARY_FILES = {"pro_summarizer": "pro_summary.md", "con_summarizer": "con_summary.md"}
+_PANEL_PHASE_ORDER = ("claim", "summary", "judgement")
+_PANEL_ROLE_ORDER = (*PANEL_CLAIM_ROLES, "pro_summarizer", "con_summarizer", "judge")
+_DUEL_ROLE_ORDER = ("claude", "gemini")
+_SEPARATOR = "\n\n---\n\n"
+
+
+# ---------------------------------------------------------------- names
+
+
+def file_slug(debate: Debate) -> str:
+    """The slug files are named by. A topic with no ASCII letters (a Japanese topic) slugs to
+    ""; such a debate falls back to ``debate-<id>`` so its files still have a name."""
+    return debate.slug or f"debate-{debate.id}"
+
+
+def finals_filename(slug: str) -> str:
+    return f"{slug}.md"
+
+
+def history_filename(slug: str, topic_type: str, when: datetime) -> str:
+    return f"{slug}-{topic_type}-{when:%Y%m%dT%H%M%S}.md"
+
+
+def workspace_name(debate: Debate) -> str:
+    """``debate_YYYYMMDD_HHMMSS``: like the seed, named by when the debate began (Phase 0
+    creates the workspace), so re-exporting a debate names the same workspace."""
+    return f"debate_{debate.created_at:%Y%m%d_%H%M%S}"
+
+
+# Short lists: 30 × 30 × 30 = 27,000 names is plenty for one person's plans folder.
+_ADJECTIVES = (
+    "amber", "brave", "breezy", "bright", "calm", "clever", "cosmic", "curious", "dapper",
+    "eager", "fuzzy", "gentle", "giddy", "golden", "humble", "jolly", "lively", "lucky",
+    "mellow", "misty", "nimble", "plucky", "quiet", "rustic", "snappy", "sunny", "swift",
+    "tidy", "velvet", "witty",
+)  # fmt: skip
+_GERUNDS = (
+    "baking", "bouncing", "building", "chasing", "dancing", "drifting", "dreaming", "fishing",
+    "floating", "gliding", "hiking", "humming", "juggling", "knitting", "leaping", "marching",
+    "mending", "painting", "planting", "rolling", "rowing", "sailing", "singing", "skating",
+    "sketching", "spinning", "tinkering", "wandering", "whistling", "weaving",
+)  # fmt: skip
+_NOUNS = (
+    "acorn", "badger", "beacon", "canyon", "comet", "falcon", "fern", "harbor", "heron",
+    "island", "kettle", "lantern", "maple", "meadow", "nebula", "otter", "owl", "pebble",
+    "pine", "quill", "river", "saddle", "sparrow", "teapot", "thistle", "tortoise", "walrus",
+    "willow", "wombat", "zephyr",
+)  # fmt: skip
+_NAME_ATTEMPTS = 50
+
+
+def whimsical_name(existing: set[str], rng: random.Random) -> str:
+    """An ``<adjective>-<gerund>-<noun>`` plan name not in ``existing`` (names without
+    ``.md``). After a few unlucky draws, a numeric suffix guarantees a fresh name."""
+    name = ""
+    for _ in range(_NAME_ATTEMPTS):
+        name = f"{rng.choice(_ADJECTIVES)}-{rng.choice(_GERUNDS)}-{rng.choice(_NOUNS)}"
+        if name not in existing:
+            return name
+    suffix = 2
+    while f"{name}-{suffix}" in existing:
+        suffix += 1
+    return f"{name}-{suffix}"
+
+
+# ---------------------------------------------------------------- duel
+
+
+def finals_markdown(debate: Debate, turns: Sequence[Turn] = (), *, date: Date) -> str:
+    """The finals file. Duel: the seed's exact block. Panel: the final report (needs turns)."""
+    if debate.format == "panel":
+        return final_report_markdown(debate, turns, date=date)
+    converged = "yes" if debate.converged else "no"
+    return (
+        f"# Argue: {debate.topic}\n"
+        f"**Type**: {debate.topic_type}  **Rounds**: {debate.rounds_run or 0}"
+        f"  **Converged**: {converged}\n"
+        f"**Date**: {date:%Y-%m-%d}\n"
+        "\n"
+        "## Synthesis\n"
+        "\n"
+        f"{(debate.synthesis or '').strip()}\n"
+    )
+
+
+def transcript_markdown(debate: Debate, turns: Sequence[Turn]) -> str:
+    """The history file: every message as ``**<Seat label>**: <text>``, separated by ``---``."""
+    if debate.format == "panel":
+        chosen = _ordered(turns, _PANEL_PHASE_ORDER, _PANEL_ROLE_ORDER)
+    else:
+        messages = [turn for turn in turns if turn.phase in DUEL_MESSAGE_PHASES]
+        chosen = _ordered(messages, DUEL_MESSAGE_PHASES, _DUEL_ROLE_ORDER, by_round=True)
+    return _SEPARATOR.join(_message(turn) for turn in chosen) + "\n"
+
+
+def _message(turn: Turn) -> str:
+    name = turn.label or turn.role.replace("_", " ").title()
+    if turn.status == "completed":
+        return f"**{name}**: {turn.text.strip()}"
+    reason = turn.error_message or turn.error_kind or "no reply"
+    return f"**{name}**: _(this turn failed: {_one_line(reason)})_"
+
+
+def _ordered(
+    turns: Iterable[Turn],
+    phases: Sequence[str],
+    roles: Sequence[str],
+    *,
+    by_round: bool = False,
+) -> list[Turn]:
+    """Turns in reading order. Turns of one step run in parallel and complete in any order,
+    so completion order (``seq``) only breaks ties after round, phase and seat."""
+
+    def rank(values: Sequence[str], value: str) -> int:
+        return values.index(value) if value in values else len(values)
+
+    def key(turn: Turn) -> tuple[int, int, int, int]:
+        round_key = turn.round if by_round else 0
+        return (round_key, rank(phases, turn.phase), rank(roles, turn.role), turn.seq or 0)
+
+    return sorted(turns, key=key)
+
+
+# ---------------------------------------------------------------- panel
+
+
+def claim_markdown(turn: Turn) -> str:
+    """``1_claims/<role>.md``: in the seed each debater writes its own file, so it is the
+    claim's text itself."""
+    return turn.text.strip() + "\n"
+
+
+def summary_markdown(turn: Turn) -> str:
+    """``2_summaries/<side>_summary.md``: the summarizer's text itself, as in the seed."""
+    return turn.text.strip() + "\n"
+
+
+@dataclass(frozen=True)
+class _Words:
+    """The report's fixed words in one language."""
+
+    title: str
+    topic: str
+    date: str
+    workspace: str
+    claims: str
+    thesis: str
+    failed: str
+    summaries: str
+    pro_summary: str
+    con_summary: str
+    evaluation: str
+    criterion: str
+    pro: str
+    con: str
+    overall: str
+    unscored: str
+    synthesis: str
+    no_synthesis: str
+    criteria: dict[str, str]
+    quoted_topic: str  # format with {topic}
+    overall_cell: str  # format with {grade} and {score}
+
+
+_EN = _Words(
+    title="Debate report",
+    topic="Topic",
+    date="Date",
+    workspace="Workspace",
+    claims="1. Claims",
+    thesis="Thesis",
+    failed="this turn failed",
+    summaries="2. Summaries",
+    pro_summary="Pro summary",
+    con_summary="Con summary",
+    evaluation="3. Evaluation",
+    criterion="Criterion",
+    pro="Pro",
+    con="Con",
+    overall="Overall",
+    unscored="The judge's scores could not be read; its full answer follows.",
+    synthesis="4. Synthesis",
+    no_synthesis="(no synthesis: the judge did not finish)",
+    criteria={
+        "logical consistency": "Logical consistency",
+        "specificity of evidence": "Specificity of evidence",
+        "rebuttal strength": "Rebuttal strength",
+        "originality": "Originality",
+    },
+    quoted_topic="{topic}",
+    overall_cell="{grade} ({score})",
+)
+_JA = _Words(
+    title="討論レポート",
+    topic="テーマ",
+    date="実行日時",
+    workspace="ワークスペース",
+    claims="1. 各討論者の主張",
+    thesis="要旨",
+    failed="このターンは失敗しました",
+    summaries="2. 要約",
+    pro_summary="賛成派の要約",
+    con_summary="反対派の要約",
+    evaluation="3. 評価",
+    criterion="評価軸",
+    pro="賛成派",
+    con="反対派",
+    overall="総合",
+    unscored="審判の採点を読み取れませんでした。審判の回答全文を以下に示します。",
+    synthesis="4. 止揚的結論",
+    no_synthesis="（結論なし：審判が完了しませんでした）",
+    criteria={
+        "logical consistency": "論理的整合性",
+        "specificity of evidence": "根拠の具体性",
+        "rebuttal strength": "反論への対応力",
+        "originality": "独自性",
+    },
+    quoted_topic="「{topic}」",
+    overall_cell="{grade}（{score}）",
+)
+_SEAT_NAMES = {"claude": "Claude", "gemini": "Gemini", "codex": "Codex"}
+
+_KANA_OR_KANJI = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]")
+
+
+def is_japanese(text: str) -> bool:
+    """A topic with kana or kanji gets a Japanese report (FORMATS.md: the language of the
+    topic)."""
+    return bool(_KANA_OR_KANJI.search(text))
+
+
+def final_report_markdown(debate: Debate, turns: Sequence[Turn], *, date: Date) -> str:
+    """``3_report/final_report.md``: topic, date, each claim's thesis, both side summaries,
+    the evaluation table and the synthesis, in the topic's language. A ``datetime`` date
+    also shows the time, like the seed's 実行日時."""
+    words = _JA if is_japanese(debate.topic) else _EN
+    by_role = _last_by_role(turns)
+    when = f"{date:%Y-%m-%d %H:%M}" if isinstance(date, datetime) else f"{date:%Y-%m-%d}"
+    parts = [
+        f"# {words.title}: {debate.topic}\n\n"
+        f"**{words.topic}**: {words.quoted_topic.format(topic=debate.topic)}\n\n"
+        f"**{words.date}**: {when} / **{words.workspace}**: {workspace_name(debate)}/",
+        _claims_section(words, by_role),
+        _summaries_section(words, by_role),
+        _evaluation_section(words, by_role.get("judge")),
+        f"## {words.synthesis}\n\n{_report_synthesis(words, debate, by_role.get('judge'))}",
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def _last_by_role(turns: Iterable[Turn]) -> dict[str, Turn]:
+    """One turn per role: the latest attempt, preferring a completed one."""
+    chosen: dict[str, Turn] = {}
+    for turn in sorted(turns, key=lambda t: t.seq or 0):
+        current = chosen.get(turn.role)
+        if current is None or turn.status == "completed" or current.status != "completed":
+            chosen[turn.role] = turn
+    return chosen
+
+
+def _claim_heading(words: _Words, role: str) -> str:
+    side, _, seat = role.partition("_")
+    side_name = words.pro if side == "pro" else words.con
+    return f"### {side_name} · {_SEAT_NAMES.get(seat, seat.title())}"
+
+
+def _claims_section(words: _Words, by_role: dict[str, Turn]) -> str:
+    blocks = [f"## {words.claims}"]
+    for role in PANEL_CLAIM_ROLES:
+        turn = by_role.get(role)
+        if turn is None:
+            continue
+        if turn.status == "completed":
+            body = f"**{words.thesis}**: {extract_thesis(turn.text)}"
+        else:
+            body = _failure(words, turn)
+        blocks.append(f"{_claim_heading(words, role)}\n\n{body}")
+    return "\n\n".join(blocks)
+
+
+def _summaries_section(words: _Words, by_role: dict[str, Turn]) -> str:
+    blocks = [f"## {words.summaries}"]
+    for role, title in (
+        ("pro_summarizer", words.pro_summary),
+        ("con_summarizer", words.con_summary),
+    ):
+        turn = by_role.get(role)
+        if turn is None:
+            continue
+        if turn.status == "completed":
+            body = _nest_headings(turn.text.strip(), under=3)
+        else:
+            body = _failure(words, turn)
+        blocks.append(f"### {title}\n\n{body}")
+    return "\n\n".join(blocks)
+
+
+_HEADING = re.compile(r"^(#{1,6})(?=\s)")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def _nest_headings(text: str, *, under: int) -> str:
+    """Shift a summary's own headings below the report heading (level ``under``) that holds
+    it, keeping their relative levels, so "## Core Claims" does not read as a report section.
+    Lines inside code fences are left alone."""
+    lines = text.splitlines()
+    in_fence = False
+    levels: list[tuple[int, int]] = []  # (line index, heading level)
+    for index, line in enumerate(lines):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        elif not in_fence and (match := _HEADING.match(line)):
+            levels.append((index, len(match.group(1))))
+    if not levels:
+        return text
+    shift = max(0, under + 1 - min(level for _, level in levels))
+    for index, level in levels:
+        lines[index] = "#" * min(level + shift, 6) + lines[index][level:]
+    return "\n".join(lines)
+
+
+def _failure(words: _Words, turn: Turn) -> str:
+    reason = _one_line(turn.error_message or turn.error_kind or "")
+    return f"_({words.failed}: {reason})_" if reason else f"_({words.failed})_"
+
+
+def _evaluation_section(words: _Words, judge: Turn | None) -> str:
+    heading = f"## {words.evaluation}"
+    if judge is None or judge.status != "completed":
+        return heading + "\n\n" + words.no_synthesis
+    verdict = judge.verdict or {}
+    criteria = verdict.get("criteria")
+    if not verdict.get("parsed", True) or not isinstance(criteria, list) or not criteria:
+        return f"{heading}\n\n{words.unscored}\n\n{judge.text.strip()}"
+    rows = [
+        f"| {words.criterion} | {words.pro} | {words.con} |",
+        "|---|---|---|",
+    ]
+    for item in criteria:
+        if not isinstance(item, dict):
+            continue
+        rows.append(
+            f"| {_cell(_criterion_name(words, item.get('name')))}"
+            f" | {_graded(item.get('pro_grade'), item.get('pro_reason'))}"
+            f" | {_graded(item.get('con_grade'), item.get('con_reason'))} |"
+        )
+    overall = verdict.get("overall")
+    if isinstance(overall, dict):
+        rows.append(
+            f"| {words.overall}"
+            f" | {_overall(words, overall.get('pro_grade'), overall.get('pro_score'))}"
+            f" | {_overall(words, overall.get('con_grade'), overall.get('con_score'))} |"
+        )
+    return heading + "\n\n" + "\n".join(rows)
+
+
+def _report_synthesis(words: _Words, debate: Debate, judge: Turn | None) -> str:
+    if judge is not None and judge.status == "completed":
+        from_verdict = (judge.verdict or {}).get("synthesis")
+        if isinstance(from_verdict, str) and from_verdict.strip():
+            return from_verdict.strip()
+    if debate.synthesis and debate.synthesis.strip():
+        return debate.synthesis.strip()
+    return words.no_synthesis
+
+
+def _criterion_name(words: _Words, name: Any) -> str:
+    """Known criteria in the report's language; a name the judge invented passes through."""
+    text = str(name or "").strip()
+    normal = re.sub(r"[\s_-]+", " ", text.lower())
+    return words.criteria.get(normal, text)
+
+
+def _graded(grade: Any, reason: Any) -> str:
+    grade_text = _cell(str(grade or "").strip()) or "—"
+    reason_text = _cell(str(reason or "").strip())
+    return f"{grade_text} — {reason_text}" if reason_text else grade_text
+
+
+def _overall(words: _Words, grade: Any, score: Any) -> str:
+    grade_text = _cell(str(grade or "").strip()) or "—"
+    if isinstance(score, int | float) and not isinstance(score, bool):
+        return words.overall_cell.format(grade=grade_text, score=f"{float(score):.1f}/10")
+    return grade_text
+
+
+def _cell(text: str) -> str:
+    """Keep a table row one row: no line breaks, no bare pipes."""
+    return _one_line(text).replace("|", "\\|")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+_THESIS_LINE = re.compile(
+    r"^(?:thesis|要旨)"  # the keyword
+    r"(?:\s*[(（][^)）]*[)）])?"  # an optional gloss: "Thesis (要旨)"
+    r"\s*(?:\*\*|__)?\s*"  # the end of bold around the keyword
+    r"(?:[:：]\s*(?:\*\*|__)?\s*(?P<rest>.*))?$",
+    re.IGNORECASE,
+)
+_LINE_LEAD = re.compile(r"^[\s#>*_-]*")
+
+
+def extract_thesis(text: str) -> str:
+    """A claim's thesis, found tolerantly: a line ``Thesis: …`` / ``要旨: …`` (bold, heading
+    or list item), or the paragraph under a ``Thesis``/``要旨`` heading; failing both, the
+    claim's first paragraph that is not a heading."""
+    lines = text.strip().splitlines()
+    for index, line in enumerate(lines):
+        match = _THESIS_LINE.match(_LINE_LEAD.sub("", line).strip())
+        if match is None:
+            continue
+        rest = _strip_emphasis(match.group("rest") or "")
+        if rest:
+            return rest
+        following = _paragraph(lines[index + 1 :])
+        if following:
+            return following
+    return _paragraph(lines)
+
+
+def _paragraph(lines: Sequence[str]) -> str:
+    """The first run of non-blank, non-heading lines, joined into one line."""
+    collected: list[str] = []
+    for line in lines:
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            if collected:
+                break
+            continue
+        collected.append(_strip_emphasis(stripped.lstrip(">").strip()))
+    return " ".join(part for part in collected if part)
+
+
+def _strip_emphasis(text: str) -> str:
+    text = text.strip()
+    for mark in ("**", "__"):
+        if text.startswith(mark) and text.endswith(mark) and len(text) > 2 * len(mark):
+            text = text[len(mark) : -len(mark)].strip()
+    return text
+
+
+def workspace_files(debate: Debate, turns: Sequence[Turn], *, date: Date) -> dict[str, str]:
+    """The seed's workspace as relative path -> content. Only completed claims and summaries
+    have files (a failed debater left nothing to read); the report always exists."""
+    by_role = _last_by_role(turns)
+    files: dict[str, str] = {}
+    for role in PANEL_CLAIM_ROLES:
+        turn = by_role.get(role)
+        if turn is not None and turn.status == "completed":
+            files[f"1_claims/{role}.md"] = claim_markdown(turn)
+    for role, filename in _PANEL_SUMMARY_FILES.items():
+        turn = by_role.get(role)
+        if turn is not None and turn.status == "completed":
+            files[f"2_summaries/{filename}"] = summary_markdown(turn)
+    files["3_report/final_report.md"] = final_report_markdown(debate, turns, date=date)
+    return files
+
+
+WORKSPACE_FOLDERS = ("1_claims", "2_summaries", "3_report")
+_ZipTime = tuple[int, int, int, int, int, int]
+_ZIP_EPOCH: _ZipTime = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can carry
+
+
+def _zip_time(when: datetime) -> _ZipTime:
+    stamp: _ZipTime = (when.year, when.month, when.day, when.hour, when.minute, when.second)
+    return max(stamp, _ZIP_EPOCH)
+
+
+def workspace_zip(debate: Debate, turns: Sequence[Turn], *, date: Date) -> bytes:
+    """The workspace as one zip under ``debate_YYYYMMDD_HHMMSS/``. Every entry carries the
+    workspace's own time and fixed permissions, so the same debate zips to the same bytes."""
+    top = workspace_name(debate)
+    stamp = _zip_time(debate.created_at)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for folder in ("", *(f"{name}/" for name in WORKSPACE_FOLDERS)):
+            entry = zipfile.ZipInfo(f"{top}/{folder}", date_time=stamp)
+            entry.external_attr = (0o40755 << 16) | 0x10  # a directory, drwxr-xr-x
+            archive.writestr(entry, b"")
+        for path, content in workspace_files(debate, turns, date=date).items():
+            entry = zipfile.ZipInfo(f"{top}/{path}", date_time=stamp)
+            entry.external_attr = 0o100644 << 16  # a regular file, rw-r--r--
+            entry.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(entry, content.encode("utf-8"))
+    return buffer.getvalue()

@@ -1,0 +1,94 @@
+"""Fixtures shared by every test: a clean environment, settings in a temporary data folder,
+a migrated database, an event hub, and the wire-level fake LLM server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from app.config import Settings
+from app.db import make_engine
+from app.events import EventHub
+from app.migrate import migrate
+from tests.fakes.llm_server import FakeLLMServer
+
+PROVIDER_ENV = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GOOGLE_GEMINI_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+)
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Tests never see the machine's keys, endpoints or Argue settings."""
+    import os
+
+    for name in PROVIDER_ENV:
+        monkeypatch.delenv(name, raising=False)
+    for name in list(os.environ):
+        if name.startswith("ARGUE_"):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ARGUE_HOME", str(tmp_path / "argue-home"))
+    from app.config import get_settings
+
+    get_settings.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def fake_llm_server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+def fake_llm(fake_llm_server: FakeLLMServer) -> Iterator[FakeLLMServer]:
+    """The shared fake server, with no scripts, rules or recorded requests left over."""
+    fake_llm_server.reset()
+    fake_llm_server.set_default_token_delay(0.0)
+    yield fake_llm_server
+    fake_llm_server.reset()
+
+
+def fake_settings(server: FakeLLMServer, home: Path, **overrides: object) -> Settings:
+    """Settings with all three HTTP providers pointed at the fake server."""
+    values: dict[str, object] = {
+        "home": home,
+        "ANTHROPIC_API_KEY": "test-anthropic-key",
+        "ANTHROPIC_BASE_URL": server.anthropic_base_url,
+        "GEMINI_API_KEY": "test-gemini-key",
+        "GOOGLE_GEMINI_BASE_URL": server.gemini_base_url,
+        "OPENAI_API_KEY": "test-openai-key",
+        "OPENAI_BASE_URL": server.openai_base_url,
+        "retry_base_delay": 0.01,
+        "retry_max_delay": 0.05,
+        "stall_timeout": 5.0,
+    }
+    values.update(overrides)
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def settings(fake_llm: FakeLLMServer, tmp_path: Path) -> Settings:
+    return fake_settings(fake_llm, tmp_path / "argue-home")
+
+
+@pytest.fixture
+def engine(settings: Settings) -> Iterator[Engine]:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(settings.sqlalchemy_url)
+    migrate(engine)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def hub() -> EventHub:
+    return EventHub()

@@ -1,0 +1,216 @@
+"""The runner over the wire-level fake server: batches run concurrently, every finished turn
+is saved before it is announced, failures keep what was done, resume re-runs only what was
+not, cancel stops between steps."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from app import store
+from app.config import Settings
+from app.db import session_scope
+from app.debates import DebateRequest, SeatChoice, create, prepare
+from app.events import Event, EventHub
+from app.jobs import JobManager
+from app.providers.registry import build_providers, provider_statuses
+from app.runner import Runner
+from tests.fakes.llm_server import FakeLLMServer
+
+PANEL_ROLES = (
+    "pro_claude",
+    "pro_gemini",
+    "pro_codex",
+    "con_claude",
+    "con_gemini",
+    "con_codex",
+    "pro_summarizer",
+    "con_summarizer",
+    "judge",
+)
+
+
+def start(engine: Engine, settings: Settings, **request: Any) -> str:
+    prepared = prepare(DebateRequest(**request), statuses=provider_statuses(settings))
+    return create(engine, prepared=prepared, settings=settings).id
+
+
+def runner(engine: Engine, hub: EventHub, settings: Settings) -> Runner:
+    return Runner(engine=engine, hub=hub, providers=build_providers(settings), settings=settings)
+
+
+def turns(engine: Engine, debate_id: str) -> list[Any]:
+    with session_scope(engine) as session:
+        return store.turns_of(session, debate_id=debate_id)
+
+
+def status(engine: Engine, debate_id: str) -> str | None:
+    with session_scope(engine) as session:
+        return store.debate_status(session, debate_id=debate_id)
+
+
+def all_on(provider: str, roles: tuple[str, ...]) -> dict[str, SeatChoice]:
+    return {role: SeatChoice(provider=provider) for role in roles}
+
+
+async def test_panel_claims_run_concurrently_and_cost_the_slowest_call(
+    engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.set_default_token_delay(0.05)  # ~8 tokens a reply: ~0.4 s a call
+    debate_id = start(engine, settings, topic="Are tests necessary?", format="panel")
+
+    result = await runner(engine, hub, settings).run(debate_id)
+
+    assert result.status == "completed"
+    claims = [r for r in fake_llm.requests if r.ended is not None][:6]
+    first_end = min(r.ended for r in claims if r.ended is not None)
+    # All six claim calls were in flight together: each started before any of them ended.
+    assert all(r.started < first_end for r in claims)
+    assert fake_llm.max_concurrency() >= 6
+    slowest = max((r.ended or 0) - r.started for r in claims)
+    batch_wall = max(r.ended or 0 for r in claims) - min(r.started for r in claims)
+    assert batch_wall < 2 * slowest
+    phases = [turn.phase for turn in turns(engine, debate_id)]
+    assert phases.count("claim") == 6 and phases.count("summary") == 2
+    assert phases[-1] == "judgement"
+
+
+async def test_every_turn_is_saved_before_it_is_announced(
+    engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer
+) -> None:
+    debate_id = start(engine, settings, topic="Tabs or spaces?", rounds=2)
+    seen_in_database: list[bool] = []
+
+    async def watch() -> list[Event]:
+        events = []
+        async for event in hub.subscribe(debate_id):
+            events.append(event)
+            if event.type == "turn_completed":
+                keys = {turn.key for turn in turns(engine, debate_id)}
+                seen_in_database.append(event.data["key"] in keys)
+        return events
+
+    watcher = asyncio.create_task(watch())
+    await asyncio.sleep(0)
+    result = await runner(engine, hub, settings).run(debate_id)
+    events = await asyncio.wait_for(watcher, 5)
+
+    assert result.status == "completed"
+    assert seen_in_database and all(seen_in_database)
+    assert events[-1].type == "end" and events[-1].data["status"] == "completed"
+    saved = {turn.key: turn.text for turn in turns(engine, debate_id)}
+    streamed: dict[str, str] = {}
+    for event in events:
+        if event.type == "delta":
+            streamed[event.data["key"]] = streamed.get(event.data["key"], "") + event.data["text"]
+    assert streamed == saved
+
+
+async def test_failed_turn_keeps_the_providers_message_and_the_turns_before_it(
+    engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer
+) -> None:
+    debate_id = start(
+        engine, settings, topic="Monorepo or polyrepo?", rounds=2,
+        seats=all_on("openai", ("claude", "gemini")),
+    )
+    # Openings succeed (default replies); the first rebuttal meets a 401.
+    fake_llm.script(provider="openai", reply="Opening A.")
+    fake_llm.script(provider="openai", reply="Opening B.")
+    fake_llm.script(provider="openai", fault="http_401", error_message="Incorrect API key")
+
+    result = await runner(engine, hub, settings).run(debate_id)
+
+    assert result.status == "failed"
+    saved = turns(engine, debate_id)
+    assert [t.status for t in saved] == ["completed", "completed", "failed"]
+    failed = saved[-1]
+    assert failed.error_kind == "auth"
+    assert failed.error_message is not None and "Incorrect API key" in failed.error_message
+    assert "Incorrect API key" in (result.reason or "")
+    assert status(engine, debate_id) == "failed"
+
+
+async def test_resume_reruns_only_the_unfinished_turns(
+    engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer
+) -> None:
+    debate_id = start(
+        engine, settings, topic="Monorepo or polyrepo?", rounds=2,
+        seats=all_on("openai", ("claude", "gemini")),
+    )
+    fake_llm.script(provider="openai", reply="Opening A.", times=2)
+    fake_llm.script(provider="openai", fault="http_401", error_message="Incorrect API key")
+    assert (await runner(engine, hub, settings).run(debate_id)).status == "failed"
+    before = {t.key: t.text for t in turns(engine, debate_id) if t.status == "completed"}
+    requests_before = len(fake_llm.requests)
+
+    with session_scope(engine) as session:
+        store.set_status(session, debate_id=debate_id, status="queued")
+    result = await runner(engine, hub, settings).run(debate_id)
+
+    assert result.status == "completed"
+    after = turns(engine, debate_id)
+    assert len({t.key for t in after}) == len(after)  # nothing doubled
+    assert all(t.status == "completed" for t in after)
+    for key, text in before.items():
+        assert next(t.text for t in after if t.key == key) == text
+    rerun = len(fake_llm.requests) - requests_before
+    assert rerun == len(after) - len(before)  # only unfinished turns were asked again
+
+
+async def test_cancel_stops_the_debate_and_keeps_completed_turns(
+    engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer
+) -> None:
+    debate_id = start(
+        engine, settings, topic="Rust or Go?", rounds=4,
+        seats=all_on("openai", ("claude", "gemini")),
+    )
+    fake_llm.script(provider="openai", reply="Quick opening.", times=2)
+    fake_llm.set_default_token_delay(0.2)  # everything after the openings is slow
+    jobs = JobManager(
+        engine=engine, hub=hub, providers=build_providers(settings), settings=settings
+    )
+    jobs.submit(debate_id)
+    async with asyncio.timeout(10):
+        while len(turns(engine, debate_id)) < 2:
+            await asyncio.sleep(0.02)
+    assert await jobs.cancel(debate_id)
+    final = await jobs.wait(debate_id)
+
+    assert final == "cancelled"
+    kept = turns(engine, debate_id)
+    assert [t.phase for t in kept] == ["opening", "opening"]
+    assert hub.has_ended(debate_id)
+
+
+async def test_token_budget_stops_the_debate_with_a_clear_reason(
+    engine: Engine, hub: EventHub, fake_llm: FakeLLMServer, tmp_path: Any
+) -> None:
+    from tests.conftest import fake_settings
+
+    settings = fake_settings(fake_llm, tmp_path / "argue-home", debate_token_budget=10)
+    debate_id = start(engine, settings, topic="Budget?", rounds=3)
+    fake_llm.script(reply="Opening one.", input_tokens=20, output_tokens=5, times=2)
+
+    result = await runner(engine, hub, settings).run(debate_id)
+
+    assert result.status == "failed"
+    assert result.reason is not None and "token budget" in result.reason
+    assert len(turns(engine, debate_id)) == 2
+
+
+@pytest.mark.parametrize("fmt", ["duel", "panel"])
+async def test_concurrent_debates_all_complete(
+    engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer, fmt: str
+) -> None:
+    jobs = JobManager(
+        engine=engine, hub=hub, providers=build_providers(settings), settings=settings
+    )
+    ids = [start(engine, settings, topic=f"Question {i}", format=fmt, rounds=2) for i in range(4)]
+    for debate_id in ids:
+        jobs.submit(debate_id)
+    async with asyncio.timeout(30):
+        finals = [await jobs.wait(debate_id) for debate_id in ids]
+    assert finals == ["completed"] * 4
