@@ -1,0 +1,177 @@
+"""The panel (seed 001): six debaters, a summarizer per side, and a judge who sublates.
+
+Turns, by key (``r<round>.<phase>.<role>``); a line is one batch, run in parallel:
+
+    r1.claim.{pro,con}_{claude,gemini,codex}     six claims; each sees only the topic and
+                                                 its stance (context files are not given:
+                                                 the seed hands debaters the theme alone)
+    r2.summary.{pro,con}_summarizer              each sees only its own side's three claims,
+                                                 passed through verbatim
+    r3.judgement.judge                           sees only the two summaries; verdict = grades,
+                                                 scores and synthesis (see verdicts.py)
+
+``spec.rounds``, ``spec.seed`` and ``spec.context`` do not apply to the panel.
+The panel's three phases are its rounds: a finished panel has ``rounds_run`` 3. It has no
+notion of convergence (``converged`` None); its synthesis is the judge's 止揚 section, or the
+whole judgement when that section cannot be found.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.formats import prompts
+from app.formats.language import Language, detect_language
+from app.formats.verdicts import parse_judgement
+from app.spec import CompletedTurn, DebateSpec, Message, Outcome, Seat, TurnPlan
+
+__all__ = ["CON_DEBATERS", "FORMAT", "JUDGE", "PRO_DEBATERS", "SUMMARIZERS", "Panel"]
+
+SIDES = ("pro", "con")
+_MODELS = (("claude", "Claude", "anthropic"), ("gemini", "Gemini", "gemini"),
+           ("codex", "Codex", "openai"))  # fmt: skip
+PRO_DEBATERS = tuple(f"pro_{name}" for name, _, _ in _MODELS)
+CON_DEBATERS = tuple(f"con_{name}" for name, _, _ in _MODELS)
+DEBATERS = {"pro": PRO_DEBATERS, "con": CON_DEBATERS}
+SUMMARIZERS = {"pro": "pro_summarizer", "con": "con_summarizer"}
+JUDGE = "judge"
+
+_DEFAULT_SEATS: tuple[Seat, ...] = (
+    *(
+        Seat(role=f"{side}_{name}", label=f"{side.capitalize()} · {label}", provider=provider)
+        for side in SIDES
+        for name, label, provider in _MODELS
+    ),
+    Seat(role=SUMMARIZERS["pro"], label="Pro summarizer", provider="anthropic"),
+    Seat(role=SUMMARIZERS["con"], label="Con summarizer", provider="anthropic"),
+    Seat(role=JUDGE, label="Judge", provider="anthropic"),
+)
+_DEFAULT_LABELS = {seat.role: seat.label for seat in _DEFAULT_SEATS}
+
+
+def _key(round_number: int, phase: str, role: str) -> str:
+    return f"r{round_number}.{phase}.{role}"
+
+
+def _label(spec: DebateSpec, role: str) -> str:
+    try:
+        label = spec.seat(role).label
+    except KeyError:
+        label = ""
+    return label or _DEFAULT_LABELS[role]
+
+
+def _user(text: str) -> tuple[Message, ...]:
+    return (Message(role="user", content=text),)
+
+
+def _claim_plan(spec: DebateSpec, language: Language, side: str, role: str) -> TurnPlan:
+    return TurnPlan(
+        key=_key(1, "claim", role),
+        role=role,
+        phase="claim",
+        round=1,
+        system=prompts.debater_system(side=side, language=language),
+        messages=_user(prompts.debater_request(topic=spec.topic, side=side, language=language)),
+    )
+
+
+def _summary_plan(
+    spec: DebateSpec, language: Language, side: str, claims: dict[str, CompletedTurn]
+) -> TurnPlan:
+    role = SUMMARIZERS[side]
+    own = [(_label(spec, debater), claims[debater].text) for debater in DEBATERS[side]]
+    return TurnPlan(
+        key=_key(2, "summary", role),
+        role=role,
+        phase="summary",
+        round=2,
+        system=prompts.summarizer_system(side=side, language=language),
+        messages=_user(
+            prompts.summarizer_request(topic=spec.topic, side=side, claims=own, language=language)
+        ),
+    )
+
+
+def _judge_plan(
+    spec: DebateSpec, language: Language, summaries: dict[str, CompletedTurn]
+) -> TurnPlan:
+    return TurnPlan(
+        key=_key(3, "judgement", JUDGE),
+        role=JUDGE,
+        phase="judgement",
+        round=3,
+        system=prompts.judge_system(language),
+        messages=_user(
+            prompts.judge_request(
+                topic=spec.topic,
+                pro_summary=summaries["pro"].text,
+                con_summary=summaries["con"].text,
+                language=language,
+            )
+        ),
+    )
+
+
+def _judgement_of(turn: CompletedTurn) -> dict[str, Any]:
+    verdict = turn.verdict
+    if isinstance(verdict, dict) and "synthesis" in verdict:
+        return verdict
+    return parse_judgement(turn.text)
+
+
+class Panel:
+    """Six debaters (pro/con × Claude, Gemini, Codex), two summarizers, one judge."""
+
+    name = "panel"
+
+    def default_seats(self) -> tuple[Seat, ...]:
+        return _DEFAULT_SEATS
+
+    def plan(self, spec: DebateSpec, done: tuple[CompletedTurn, ...]) -> list[TurnPlan]:
+        by_key = {turn.key: turn for turn in done}
+        language = detect_language(spec.topic)
+
+        claims: dict[str, CompletedTurn] = {}
+        missing: list[TurnPlan] = []
+        for side in SIDES:
+            for role in DEBATERS[side]:
+                turn = by_key.get(_key(1, "claim", role))
+                if turn is None:
+                    missing.append(_claim_plan(spec, language, side, role))
+                else:
+                    claims[role] = turn
+        if missing:
+            return missing
+
+        summaries: dict[str, CompletedTurn] = {}
+        for side in SIDES:
+            turn = by_key.get(_key(2, "summary", SUMMARIZERS[side]))
+            if turn is None:
+                missing.append(_summary_plan(spec, language, side, claims))
+            else:
+                summaries[side] = turn
+        if missing:
+            return missing
+
+        if _key(3, "judgement", JUDGE) not in by_key:
+            return [_judge_plan(spec, language, summaries)]
+        return []
+
+    def verdict(self, plan: TurnPlan, text: str) -> dict[str, Any] | None:
+        if plan.phase == "judgement":
+            return parse_judgement(text)
+        return None
+
+    def outcome(self, spec: DebateSpec, done: tuple[CompletedTurn, ...]) -> Outcome:
+        phases = {"claim", "summary", "judgement"}
+        rounds_run = max((turn.round for turn in done if turn.phase in phases), default=0)
+        synthesis = ""
+        for turn in done:
+            if turn.key == _key(3, "judgement", JUDGE):
+                judged = str(_judgement_of(turn).get("synthesis") or "").strip()
+                synthesis = judged or turn.text.strip()
+        return Outcome(rounds_run=rounds_run, converged=None, synthesis=synthesis)
+
+
+FORMAT = Panel()
