@@ -173,9 +173,12 @@ async def test_cancel_stops_the_debate_and_keeps_completed_turns(
         engine=engine, hub=hub, providers=build_providers(settings), settings=settings
     )
     jobs.submit(debate_id)
+    completed = 0
     async with asyncio.timeout(10):
-        while len(turns(engine, debate_id)) < 2:
-            await asyncio.sleep(0.02)
+        async for event in hub.subscribe(debate_id):
+            completed += event.type == "turn_completed"
+            if completed == 2:
+                break
     assert await jobs.cancel(debate_id)
     final = await jobs.wait(debate_id)
 
