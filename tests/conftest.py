@@ -17,12 +17,19 @@ from tests.fakes.llm_server import FakeLLMServer
 
 PROVIDER_ENV = (
     "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
     "ANTHROPIC_BASE_URL",
     "GEMINI_API_KEY",
     "GOOGLE_API_KEY",
     "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_GENAI_API_VERSION",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
 )
 
 
@@ -70,6 +77,7 @@ def fake_settings(server: FakeLLMServer, home: Path, **overrides: object) -> Set
         "retry_base_delay": 0.01,
         "retry_max_delay": 0.05,
         "stall_timeout": 5.0,
+        "request_timeout": 30.0,
     }
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]

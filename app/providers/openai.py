@@ -1,0 +1,210 @@
+"""OpenAI and every OpenAI-compatible server, through Chat Completions and the ``openai`` SDK.
+
+The same adapter serves api.openai.com and local servers (Ollama, llama.cpp server, vLLM,
+LM Studio) at ``OPENAI_BASE_URL``. Those accept any key, but the SDK requires one, so the
+user sets ``OPENAI_API_KEY=anything``. Owns the request shape, the reading of the data-only
+SSE chunks into text deltas and usage (estimated when the server reports none), and the
+mapping of every SDK failure onto ``ProviderError``. The SDK's own retries are off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import openai
+
+from app.config import Settings
+from app.providers.base import (
+    ErrorKind,
+    Finished,
+    Message,
+    ProviderError,
+    ProviderStatus,
+    TextDelta,
+    Usage,
+    estimate_tokens,
+)
+from app.providers.resilience import (
+    kind_for_status,
+    parse_retry_after,
+    transport_error_kind,
+)
+
+NAME = "openai"
+KEY_ENV = "OPENAI_API_KEY"
+
+
+def build_request(
+    *,
+    model: str,
+    system: str,
+    messages: Sequence[Message],
+    max_tokens: int,
+    official: bool,
+) -> dict[str, Any]:
+    """Keyword arguments for ``chat.completions.create`` (streaming, usage requested).
+
+    OpenAI's newer models reject ``max_tokens`` and want ``max_completion_tokens``; many
+    compatible servers know only ``max_tokens``. So the official endpoint gets the new name.
+    """
+    chat: list[dict[str, str]] = [{"role": "system", "content": system}] if system else []
+    chat += [{"role": m.role, "content": m.content} for m in messages]
+    request: dict[str, Any] = {
+        "model": model,
+        "messages": chat,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    request["max_completion_tokens" if official else "max_tokens"] = max_tokens
+    return request
+
+
+def is_official(base_url: str | None) -> bool:
+    """Whether requests go to OpenAI itself rather than to a compatible server."""
+    return not base_url or "api.openai.com" in base_url
+
+
+def estimate_usage(*, system: str, messages: Sequence[Message], reply: str) -> Usage:
+    prompt = estimate_tokens(system) + sum(estimate_tokens(m.content) for m in messages)
+    return Usage(input_tokens=prompt, output_tokens=estimate_tokens(reply), estimated=True)
+
+
+def _body_message(body: object) -> str | None:
+    # The SDK hands over the inner "error" object of {"error": {...}} as the body.
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+    if isinstance(body, str) and body.strip():
+        return body.strip()
+    return None
+
+
+def map_error(error: Exception) -> ProviderError:
+    """The ``ProviderError`` for any failure the SDK (or the stream under it) raised."""
+    if isinstance(error, ProviderError):
+        return error
+    if isinstance(error, openai.APITimeoutError):
+        return ProviderError(kind=ErrorKind.TIMEOUT, provider=NAME, message=str(error))
+    if isinstance(error, openai.APIConnectionError):
+        return ProviderError(kind=ErrorKind.CONNECTION, provider=NAME, message=str(error))
+    if isinstance(error, openai.APIStatusError):
+        return ProviderError(
+            kind=kind_for_status(error.status_code),
+            provider=NAME,
+            message=_body_message(error.body) or error.message,
+            status=error.status_code,
+            retry_after=parse_retry_after(error.response.headers),
+        )
+    if isinstance(error, openai.APIError):
+        # An error object inside a 200 stream.
+        return ProviderError(
+            kind=ErrorKind.SERVER, provider=NAME, message=_body_message(error.body) or error.message
+        )
+    if (kind := transport_error_kind(error)) is not None:
+        return ProviderError(kind=kind, provider=NAME, message=str(error) or type(error).__name__)
+    return ProviderError(
+        kind=ErrorKind.SERVER,
+        provider=NAME,
+        message=f"unreadable response: {type(error).__name__}: {error}",
+    )
+
+
+class OpenAIProvider:
+    """The ``openai`` provider: OpenAI's models or any OpenAI-compatible server."""
+
+    name = NAME
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._client: openai.AsyncOpenAI | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def status(self) -> ProviderStatus:
+        settings = self._settings
+        if settings.openai_api_key is None and settings.openai_base_url:
+            reason = (
+                f"OPENAI_BASE_URL is {settings.openai_base_url} but {KEY_ENV} is not set "
+                f"(local servers accept any key: set {KEY_ENV}=anything)"
+            )
+        elif settings.openai_api_key is None:
+            reason = f"{KEY_ENV} not set"
+        elif settings.openai_base_url:
+            reason = f"{KEY_ENV} set; using {settings.openai_base_url}"
+        else:
+            reason = f"{KEY_ENV} set"
+        return ProviderStatus(
+            name=NAME,
+            configured=settings.openai_api_key is not None,
+            reason=reason,
+            default_model=settings.openai_model,
+        )
+
+    def _get_client(self) -> openai.AsyncOpenAI:
+        key = self._settings.openai_api_key
+        if key is None:
+            raise ProviderError(
+                kind=ErrorKind.AUTH, provider=NAME, message=f"{KEY_ENV} not set", retryable=False
+            )
+        # An SDK client's connection pool belongs to one event loop; make one per loop.
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = openai.AsyncOpenAI(
+                api_key=key.get_secret_value(),
+                base_url=self._settings.openai_base_url,
+                max_retries=0,
+                timeout=self._settings.request_timeout,
+            )
+            self._client_loop = loop
+        return self._client
+
+    async def list_models(self) -> list[str]:
+        defaults = [self._settings.openai_model]
+        try:
+            client = self._get_client()
+            names = [model.id async for model in client.models.list()]
+        except Exception:
+            return defaults
+        return names or defaults
+
+    async def stream(
+        self,
+        *,
+        model: str,
+        system: str,
+        messages: Sequence[Message],
+        max_tokens: int,
+    ) -> AsyncIterator[TextDelta | Finished]:
+        client = self._get_client()
+        request = build_request(
+            model=model,
+            system=system,
+            messages=messages,
+            max_tokens=max_tokens,
+            official=is_official(self._settings.openai_base_url),
+        )
+        reply: list[str] = []
+        usage: Usage | None = None
+        stop_reason: str | None = None
+        try:
+            chunks = await client.chat.completions.create(**request)
+            async with chunks:
+                async for chunk in chunks:
+                    if chunk.usage is not None:
+                        usage = Usage(
+                            input_tokens=chunk.usage.prompt_tokens,
+                            output_tokens=chunk.usage.completion_tokens,
+                        )
+                    for choice in chunk.choices[:1]:
+                        if choice.finish_reason:
+                            stop_reason = choice.finish_reason
+                        if choice.delta.content:
+                            reply.append(choice.delta.content)
+                            yield TextDelta(choice.delta.content)
+        except Exception as error:
+            raise map_error(error) from error
+        if usage is None:
+            usage = estimate_usage(system=system, messages=messages, reply="".join(reply))
+        yield Finished(usage, stop_reason)

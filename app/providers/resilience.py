@@ -1,0 +1,155 @@
+"""Retries and stall detection around any provider's stream, and how HTTP failures are classed.
+
+The adapters switch their SDKs' own retries off: this module is the one place that decides
+whether a failure is worth another try, how long to wait (exponential backoff, never less than
+the server's ``retry-after``), and when a silent stream counts as stalled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+
+from app.config import Settings
+from app.providers.base import (
+    ErrorKind,
+    Finished,
+    Message,
+    Provider,
+    ProviderError,
+    Retrying,
+    StreamEvent,
+    TextDelta,
+)
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+def kind_for_status(status: int) -> ErrorKind:
+    """The error kind an HTTP status means, the same for every provider."""
+    if status in (401, 403):
+        return ErrorKind.AUTH
+    if status == 404:
+        return ErrorKind.NOT_FOUND
+    if status == 408:
+        return ErrorKind.TIMEOUT
+    if status == 429:
+        return ErrorKind.RATE_LIMIT
+    if status in (503, 529):
+        return ErrorKind.OVERLOADED
+    if status >= 500:
+        return ErrorKind.SERVER
+    if status >= 400:
+        return ErrorKind.BAD_REQUEST
+    # An error reported inside a 200 stream: the server failed after it started answering.
+    return ErrorKind.SERVER
+
+
+def transport_error_kind(error: BaseException) -> ErrorKind | None:
+    """TIMEOUT or CONNECTION for a network failure below the SDK, else None.
+
+    Matched by class name because the SDKs raise either ``httpx`` or its fork ``httpx2``.
+    """
+    names = {cls.__name__ for cls in type(error).__mro__}
+    if names & {"TimeoutException", "TimeoutError"}:
+        return ErrorKind.TIMEOUT
+    if names & {"TransportError", "NetworkError", "ConnectError", "OSError"}:
+        return ErrorKind.CONNECTION
+    return None
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        with contextlib.suppress(ValueError):
+            return max(0.0, float(millis) / 1000)
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    with contextlib.suppress(TypeError, ValueError):
+        when = email.utils.parsedate_to_datetime(value)
+        return max(0.0, when.timestamp() - time.time())
+    return None
+
+
+def backoff_delay(*, attempt: int, retry_after: float | None, settings: Settings) -> float:
+    """Wait before retry number ``attempt`` (1-based): doubling, capped, at least retry-after."""
+    delay = min(settings.retry_base_delay * 2.0 ** (attempt - 1), settings.retry_max_delay)
+    return max(delay, retry_after or 0.0)
+
+
+async def guard_stalls(
+    stream: AsyncIterator[TextDelta | Finished], *, stall_after: float, provider: str
+) -> AsyncGenerator[TextDelta | Finished, None]:
+    """Pass events through; raise a retryable timeout when none comes for ``stall_after`` s.
+
+    The wrapped stream is closed however this ends, so its HTTP response is released.
+    """
+    try:
+        while True:
+            try:
+                event = await asyncio.wait_for(anext(stream), stall_after)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise ProviderError(
+                    kind=ErrorKind.TIMEOUT,
+                    provider=provider,
+                    message=f"the stream stalled: nothing received for {stall_after:g} seconds",
+                ) from None
+            yield event
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+async def stream_with_retries(
+    provider: Provider,
+    *,
+    model: str,
+    system: str,
+    messages: Sequence[Message],
+    max_tokens: int,
+    settings: Settings,
+    sleep: Sleep = asyncio.sleep,
+) -> AsyncIterator[StreamEvent]:
+    """The provider's stream, retried on retryable errors; ``Retrying`` precedes each retry.
+
+    A consumer discards the text it received in the failed attempt when it sees ``Retrying``.
+    Non-retryable errors raise at once; when attempts or the total wait run out, the last
+    error is raised.
+    """
+    waited = 0.0
+    attempt = 1
+    while True:
+        events = guard_stalls(
+            provider.stream(model=model, system=system, messages=messages, max_tokens=max_tokens),
+            stall_after=settings.stall_timeout,
+            provider=provider.name,
+        )
+        try:
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    yield event
+            return
+        except ProviderError as error:
+            delay = backoff_delay(attempt=attempt, retry_after=error.retry_after, settings=settings)
+            out_of_attempts = attempt >= settings.retry_max_attempts
+            out_of_time = waited + delay > settings.retry_max_total_wait
+            if not error.retryable or out_of_attempts or out_of_time:
+                raise
+            yield Retrying(attempt=attempt, delay=delay, error=error)
+        await sleep(delay)
+        waited += delay
+        attempt += 1
