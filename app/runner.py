@@ -403,6 +403,7 @@ def _retry_info(key: str, event: Retrying) -> dict[str, Any]:
         "attempt": event.attempt,
         "delay": round(event.delay, 3),
         "error_kind": event.error.kind.value,
+        "error_status": event.error.status,
         "error_message": event.error.message,
     }
 

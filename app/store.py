@@ -239,6 +239,14 @@ def finish_debate(
     return debate
 
 
+def set_outputs(session: Session, *, debate_id: str, outputs: dict[str, Any]) -> Debate:
+    """Remember the files written for a debate (``files.Outputs.as_json()``)."""
+    debate = _require(session, debate_id)
+    debate.outputs = dict(outputs)
+    session.add(debate)
+    return debate
+
+
 def _next_seq(session: Session, debate_id: str) -> int:
     current = session.exec(select(func.max(Turn.seq)).where(Turn.debate_id == debate_id)).one()
     return int(current or 0) + 1
@@ -261,6 +269,7 @@ __all__ = [
     "get_debate",
     "list_debates",
     "record_turn",
+    "set_outputs",
     "set_status",
     "slugify",
     "turns_of",

@@ -1,0 +1,199 @@
+"""``argue list`` and ``argue show ID``: reading saved debates in the terminal.
+
+The same database the web app shows (``ARGUE_HOME`` / ``ARGUE_DATABASE_URL``). ``list`` is a
+table, newest first; ``show`` is one debate whole: its header, every turn (failed ones with
+their error) and the synthesis.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from app.models import DEBATE_STATUSES
+from app.spec import FORMATS
+
+if TYPE_CHECKING:
+    from app.models import Debate, Turn
+
+TOPIC_WIDTH = 48
+LIST_COLUMNS = ("id", "date", "format", "status", "converged", "rounds", "tokens", "topic")
+
+
+# -- list -------------------------------------------------------------------------------
+
+
+def add_list_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", "-f", choices=FORMATS, help="only this format")
+    parser.add_argument("--status", "-s", choices=DEBATE_STATUSES, help="only this status")
+    parser.add_argument("-q", "--query", help="only topics containing this text")
+    parser.add_argument("--limit", "-n", type=int, default=20, help="how many (default 20)")
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from app import store
+    from app.cli.session import open_context
+    from app.db import session_scope
+
+    if args.limit < 1:
+        print("argue list: --limit must be at least 1", file=sys.stderr)
+        return 2
+    context = open_context()
+    with session_scope(context.engine) as session:
+        debates, total = store.list_debates(
+            session,
+            query=args.query,
+            format=args.format,
+            status=args.status,
+            per_page=args.limit,
+        )
+    if not debates:
+        print("No debates match." if total or _filtered(args) else _EMPTY)
+        return 0
+    print(render_table(debates))
+    if total > len(debates):
+        print(f"({len(debates)} of {total}; use --limit to see more)")
+    return 0
+
+
+_EMPTY = 'No debates yet. Start one with: argue run "your question"'
+
+
+def _filtered(args: argparse.Namespace) -> bool:
+    return bool(args.format or args.status or args.query)
+
+
+def list_row(debate: Debate) -> tuple[str, ...]:
+    converged = yes_no(debate.converged)
+    rounds = f"{debate.rounds_run}/{debate.rounds}" if debate.rounds_run else f"-/{debate.rounds}"
+    if debate.format == "panel":
+        rounds = "-"
+    return (
+        debate.id,
+        local_time(debate.created_at),
+        debate.format,
+        debate.status,
+        converged,
+        rounds,
+        str(debate.input_tokens + debate.output_tokens),
+        _truncate(" ".join(debate.topic.split()), TOPIC_WIDTH),
+    )
+
+
+def yes_no(value: bool | None) -> str:
+    return "-" if value is None else ("yes" if value else "no")
+
+
+def render_table(debates: Sequence[Debate]) -> str:
+    rows = [LIST_COLUMNS, *(list_row(debate) for debate in debates)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(LIST_COLUMNS))]
+    lines = []
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=True)]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def local_time(moment: datetime | None) -> str:
+    """A stored time (UTC; SQLite gives it back naive) in the viewer's local time."""
+    if moment is None:
+        return "-"
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def _truncate(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# -- show -------------------------------------------------------------------------------
+
+
+def add_show_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", help="the debate's id (see argue list)")
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from app import store
+    from app.cli.session import open_context
+    from app.db import session_scope
+
+    context = open_context()
+    with session_scope(context.engine) as session:
+        debate = store.get_debate(session, debate_id=args.id)
+        if debate is None:
+            print(f"argue show: no debate {args.id!r} (see argue list)", file=sys.stderr)
+            return 1
+        turns = store.turns_of(session, debate_id=args.id)
+        print(render_debate(debate, turns))
+    return 0
+
+
+def render_debate(debate: Debate, turns: Sequence[Turn]) -> str:
+    turn_lines = [line for turn in turns for line in _turn(turn)]
+    return "\n".join([*_header(debate), *turn_lines, *_synthesis(debate)])
+
+
+def _header(debate: Debate) -> list[str]:
+    from app import store
+
+    spec = store.debate_spec(debate)
+    status = debate.status + (f" — {debate.status_reason}" if debate.status_reason else "")
+    rounds = f"{debate.rounds_run or 0} of {debate.rounds}"
+    converged = yes_no(debate.converged)
+    lines = [
+        f"Debate {debate.id}",
+        f"Topic:    {debate.topic}",
+        f"Format:   {debate.format} · type: {debate.topic_type} · rounds: {rounds}"
+        f" · converged: {converged}",
+        f"Status:   {status}",
+        f"Seats:    {debate.seats_summary}",
+        f"Tokens:   {debate.input_tokens} in / {debate.output_tokens} out",
+        f"Created:  {local_time(debate.created_at)} · started: {local_time(debate.started_at)}"
+        f" · finished: {local_time(debate.finished_at)}",
+    ]
+    if debate.seed:
+        lines.append(f"Seed:     {debate.seed}")
+    if spec.context:
+        lines.append(f"Context:  {', '.join(item.path for item in spec.context)}")
+    if spec.skipped_paths:
+        lines.append(f"Skipped:  {', '.join(spec.skipped_paths)}")
+    for name, path in (debate.outputs or {}).items():
+        if path:
+            lines.append(f"{name.capitalize() + ':':<9} {path}")
+    return lines
+
+
+def _synthesis(debate: Debate) -> list[str]:
+    if not debate.synthesis:
+        return []
+    return ["", "══ Synthesis ══", debate.synthesis.strip()]
+
+
+def _turn(turn: Turn) -> list[str]:
+    from app.cli.terminal import turn_header, turn_stats, verdict_lines
+
+    info = {
+        "label": turn.label,
+        "provider": turn.provider,
+        "model": turn.model,
+        "phase": turn.phase,
+        "round": turn.round,
+    }
+    lines = ["", turn_header(info)]
+    if turn.status == "failed":
+        lines.append(f"✗ failed ({turn.error_kind}): {turn.error_message}")
+        if turn.text.strip():
+            lines += ["(text received before the failure:)", turn.text.rstrip()]
+        return lines
+    lines.append(turn.text.rstrip())
+    estimated = " (estimated)" if turn.usage_estimated else ""
+    lines.append(
+        f"  {turn_stats(turn.input_tokens, turn.output_tokens, turn.latency_ms)}{estimated}"
+    )
+    lines += [f"  {line}" for line in verdict_lines(turn.verdict)]
+    return lines

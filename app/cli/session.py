@@ -1,0 +1,165 @@
+"""What every debate command of ``argue`` sets up first: settings read fresh, the database
+(migrated, so the command line and the web app share one schema), and, for commands that run
+a debate, the providers its seats need and the loop that drives it with a hub and a job.
+
+``drive`` is the one place a debate runs in the terminal: ``run`` and ``resume`` differ only
+in how the debate is started. Ctrl-C is turned into a clean cancel: the debate is marked
+``cancelled`` with its completed turns kept, the runner's task is cancelled, and the hub's
+``end`` event lets the view finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sqlalchemy.engine import Engine
+
+from app import store
+from app.config import Settings
+from app.db import get_engine, session_scope
+from app.migrate import migrate
+
+if TYPE_CHECKING:
+    from app.cli.terminal import TerminalView
+    from app.events import EventHub
+    from app.jobs import JobManager
+    from app.providers.base import Provider
+    from app.spec import DebateSpec
+
+
+@dataclass(frozen=True)
+class CliContext:
+    settings: Settings
+    engine: Engine
+
+
+def open_context() -> CliContext:
+    """Settings read now (not the cached ones: each command reads its environment once) and
+    the migrated database they point at."""
+    settings = Settings()
+    engine = get_engine(settings)
+    migrate(engine)
+    return CliContext(settings=settings, engine=engine)
+
+
+def providers_for(spec: DebateSpec, settings: Settings) -> dict[str, Provider]:
+    """Only the providers the debate's seats use: the others' SDKs are never imported."""
+    from app.providers.registry import build_provider
+
+    names = sorted({seat.provider for seat in spec.seats})
+    return {name: build_provider(name, settings) for name in names}
+
+
+@dataclass(frozen=True)
+class DriveResult:
+    status: str
+    reason: str | None
+    files_error: str | None = None
+
+
+Starter = Callable[["JobManager"], bool]
+
+
+def drive(context: CliContext, debate_id: str, view: TerminalView, start: Starter) -> DriveResult:
+    """Run the debate to its end in this process, showing it in ``view``; the final status."""
+    with session_scope(context.engine) as session:
+        debate = store.get_debate(session, debate_id=debate_id)
+        if debate is None:
+            raise LookupError(f"no debate {debate_id}")
+        spec = store.debate_spec(debate)
+    try:
+        providers = providers_for(spec, context.settings)
+        asyncio.run(_drive(context, debate_id, view, start, providers))
+    except KeyboardInterrupt:
+        # Ctrl-C before the loop took it over (or where it cannot): a debate left queued
+        # would be picked up by the next web app start, so say plainly it was cancelled.
+        _mark_cancelled(context, debate_id)
+    with session_scope(context.engine) as session:
+        debate = store.get_debate(session, debate_id=debate_id)
+        assert debate is not None
+        files_error = (view.end or {}).get("files_error")
+        return DriveResult(
+            status=debate.status,
+            reason=debate.status_reason,
+            files_error=str(files_error) if files_error else None,
+        )
+
+
+def _mark_cancelled(context: CliContext, debate_id: str) -> None:
+    with session_scope(context.engine) as session:
+        if store.debate_status(session, debate_id=debate_id) in ("queued", "running"):
+            store.set_status(
+                session, debate_id=debate_id, status="cancelled", reason="cancelled by user"
+            )
+
+
+async def _drive(
+    context: CliContext,
+    debate_id: str,
+    view: TerminalView,
+    start: Starter,
+    providers: dict[str, Provider],
+) -> None:
+    from app.events import EventHub
+    from app.jobs import JobManager
+
+    hub = EventHub()
+    jobs = JobManager(
+        engine=context.engine, hub=hub, providers=providers, settings=context.settings
+    )
+    interrupts: list[asyncio.Task[bool]] = []
+
+    def on_interrupt() -> None:
+        if not interrupts:  # a second Ctrl-C while cancelling changes nothing
+            view.note("cancelling… (the completed turns stay saved)")
+            interrupts.append(asyncio.ensure_future(jobs.cancel(debate_id)))
+
+    loop = asyncio.get_running_loop()
+    handled = _install_sigint(loop, on_interrupt)
+    try:
+        watcher = asyncio.ensure_future(_watch(hub, debate_id, view))
+        # Let the watcher subscribe first (it replays anyway, but this keeps the order plain).
+        await asyncio.sleep(0)
+        if not start(jobs):
+            hub.publish(debate_id, "end", {"status": "not started"})
+        try:
+            await watcher
+        except asyncio.CancelledError:
+            # No signal handler (not the main thread): a KeyboardInterrupt cancels us here.
+            await jobs.cancel(debate_id)
+            raise
+        await jobs.wait(debate_id)
+        if interrupts:
+            await asyncio.gather(*interrupts)
+    finally:
+        if handled:
+            loop.remove_signal_handler(signal.SIGINT)
+        await jobs.shutdown()
+        await _close(providers)
+
+
+async def _close(providers: dict[str, Provider]) -> None:
+    """Close the providers' HTTP clients while their loop still runs (an adapter that has an
+    ``aclose``): a client closed later, by the garbage collector, finds the loop gone."""
+    for provider in providers.values():
+        close = getattr(provider, "aclose", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                await close()
+
+
+async def _watch(hub: EventHub, debate_id: str, view: TerminalView) -> None:
+    async for event in hub.subscribe(debate_id):
+        view.handle(event.type, event.data)
+
+
+def _install_sigint(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> bool:
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGINT, callback)
+        return True
+    return False

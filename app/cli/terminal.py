@@ -1,0 +1,286 @@
+"""Showing a debate's hub events in a terminal as they happen.
+
+One turn running alone streams inline: a header (seat, provider:model, phase, round), then its
+text as it arrives, then its tokens, latency and verdict. Turns that run together (the duel's
+openings, the panel's claims) would interleave if streamed, so while a batch runs the view
+keeps one progress line ("openings: Claude 120 tok ✓ · Gemini 80 tok …") and prints each
+turn's whole text when it completes. On a terminal the progress line is redrawn in place; in a
+pipe or a file it is written only when it changes meaningfully (a turn completes), so logs stay
+readable.
+
+The view only writes: it never reads the database or decides anything about the debate.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from app.providers.base import estimate_tokens
+
+PHASE_PLURALS = {
+    "seed": "seed analysis",
+    "opening": "openings",
+    "rebuttal": "rebuttals",
+    "response": "responses",
+    "convergence": "convergence checks",
+    "claim": "claims",
+    "summary": "summaries",
+    "judgement": "judgements",
+}
+
+# An error kind in words, for when the event carries no HTTP status.
+ERROR_KIND_WORDS = {
+    "rate_limit": "a rate limit",
+    "overloaded": "an overload",
+    "timeout": "a timeout",
+    "server": "a server error",
+    "connection": "a connection error",
+}
+
+
+@dataclass
+class _Live:
+    info: dict[str, Any]
+    parts: list[str] = field(default_factory=list)
+    state: str = "running"  # running | done | failed
+    output_tokens: int | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    @property
+    def tokens(self) -> int:
+        if self.output_tokens is not None:
+            return self.output_tokens
+        return estimate_tokens(self.text)
+
+
+def turn_header(info: dict[str, Any]) -> str:
+    """``── Claude · anthropic:claude-sonnet-4-5 · opening · round 1 ──``"""
+    model = info.get("model")
+    who = f"{info.get('provider')}:{model}" if model else str(info.get("provider"))
+    return f"── {info.get('label')} · {who} · {info.get('phase')} · round {info.get('round')} ──"
+
+
+def turn_stats(input_tokens: Any, output_tokens: Any, latency_ms: Any) -> str:
+    seconds = (latency_ms or 0) / 1000
+    return f"[{input_tokens or 0} in / {output_tokens or 0} out tokens · {seconds:.1f}s]"
+
+
+def verdict_lines(verdict: dict[str, Any] | None) -> list[str]:
+    """A verdict in words: a convergence check's answer and reason, or a judge's grades."""
+    if not verdict:
+        return []
+    if "converged" in verdict:
+        answer = {True: "converged", False: "not converged"}.get(verdict["converged"], "unclear")
+        reason = one_line(str(verdict.get("reason") or ""), 240)
+        return [f"verdict: {answer}" + (f" — {reason}" if reason else "")]
+    if "criteria" in verdict:
+        return _judgement_lines(verdict)
+    return [f"verdict: {verdict}"]
+
+
+def _judgement_lines(verdict: dict[str, Any]) -> list[str]:
+    overall = verdict.get("overall") or {}
+    lines = [
+        "scores: "
+        f"Pro {_grade(overall.get('pro_grade'))} ({_score(overall.get('pro_score'))}) · "
+        f"Con {_grade(overall.get('con_grade'))} ({_score(overall.get('con_score'))})"
+    ]
+    for row in verdict.get("criteria") or []:
+        lines.append(
+            f"  {row.get('name')}: Pro {_grade(row.get('pro_grade'))} · "
+            f"Con {_grade(row.get('con_grade'))}"
+        )
+    return lines
+
+
+def _grade(value: Any) -> str:
+    return str(value) if value else "?"
+
+
+def _score(value: Any) -> str:
+    return f"{value:g}/10" if isinstance(value, int | float) else "?/10"
+
+
+def one_line(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def retry_line(data: dict[str, Any]) -> str:
+    """``retrying after 429: Rate limit exceeded in 2.0s (attempt 2)``"""
+    kind = str(data.get("error_kind") or "")
+    cause = data.get("error_status") or ERROR_KIND_WORDS.get(kind, kind or "an error")
+    delay = float(data.get("delay") or 0)
+    message = one_line(str(data.get("error_message") or ""), 200)
+    return f"retrying after {cause}: {message} in {delay:.1f}s (attempt {data.get('attempt')})"
+
+
+class TerminalView:
+    """Renders hub events to ``out``. ``live`` (default: ``out`` is a terminal) redraws the
+    batch progress line in place."""
+
+    def __init__(self, out: TextIO, *, live: bool | None = None) -> None:
+        self.out = out
+        self.live = out.isatty() if live is None else live
+        self.end: dict[str, Any] | None = None
+        self.usage: dict[str, Any] = {}
+        self._batch_keys: set[str] = set()
+        self._batch: dict[str, _Live] = {}
+        self._inline: str | None = None
+        self._line_open = False  # the cursor is not at the start of a line
+        self._progress_drawn = False
+
+    # -- public ------------------------------------------------------------------------
+
+    def handle(self, type: str, data: dict[str, Any]) -> None:
+        handler = getattr(self, f"_on_{type}", None)
+        if handler is not None:
+            handler(data)
+        self.out.flush()
+
+    def note(self, text: str) -> None:
+        """A line from the command itself (e.g. "cancelling…"), between whatever is shown."""
+        self._clear_progress()
+        self._end_line()
+        self._write(f"{text}\n")
+        self._redraw_progress()
+        self.out.flush()
+
+    # -- events --------------------------------------------------------------------------
+
+    def _on_batch(self, data: dict[str, Any]) -> None:
+        self._batch_keys = {str(key) for key in data.get("keys", ())}
+        self._batch = {}
+
+    def _on_turn_started(self, data: dict[str, Any]) -> None:
+        key = str(data.get("key"))
+        if key in self._batch_keys:
+            self._batch[key] = _Live(info=dict(data))
+            self._redraw_progress(force=True)
+            return
+        self._clear_progress()
+        self._end_line()
+        self._write(f"\n{turn_header(data)}\n")
+        self._inline = key
+
+    def _on_delta(self, data: dict[str, Any]) -> None:
+        key, text = str(data.get("key")), str(data.get("text", ""))
+        if key == self._inline:
+            self._write(text)
+            self._line_open = not text.endswith("\n")
+        elif key in self._batch:
+            self._batch[key].parts.append(text)
+            if self.live:
+                self._redraw_progress()
+
+    def _on_retrying(self, data: dict[str, Any]) -> None:
+        key = str(data.get("key"))
+        self._clear_progress()
+        self._end_line()
+        if key == self._inline:
+            self._write(f"  ↻ {retry_line(data)} — the text above is void\n")
+        else:
+            live = self._batch.get(key)
+            if live is not None:
+                live.parts.clear()
+            label = live.info.get("label") if live else key
+            self._write(f"  ↻ {label}: {retry_line(data)}\n")
+        self._redraw_progress()
+
+    def _on_turn_completed(self, data: dict[str, Any]) -> None:
+        key = str(data.get("key"))
+        stats = turn_stats(
+            data.get("input_tokens"), data.get("output_tokens"), data.get("latency_ms")
+        )
+        lines = [stats, *verdict_lines(data.get("verdict"))]
+        if key == self._inline:
+            self._end_line()
+            self._write("".join(f"  {line}\n" for line in lines))
+            self._inline = None
+            return
+        live = self._batch.get(key)
+        if live is None:
+            return
+        live.state, live.output_tokens = "done", int(data.get("output_tokens") or 0)
+        self._clear_progress()
+        self._write(f"\n{turn_header(data)}\n{live.text.rstrip()}\n")
+        self._write("".join(f"  {line}\n" for line in lines))
+        self._after_batch_turn()
+
+    def _on_turn_failed(self, data: dict[str, Any]) -> None:
+        key = str(data.get("key"))
+        kind = data.get("error_kind")
+        status = data.get("error_status")
+        cause = f"{kind} {status}" if status else str(kind)
+        message = f"  ✗ {data.get('label')} failed ({cause}): {data.get('error_message')}\n"
+        if key == self._inline:
+            self._end_line()
+            self._write(message)
+            self._inline = None
+            return
+        live = self._batch.get(key)
+        if live is None:
+            return
+        live.state = "failed"
+        self._clear_progress()
+        self._write(f"\n{turn_header(data)}\n{message}")
+        self._after_batch_turn()
+
+    def _on_usage(self, data: dict[str, Any]) -> None:
+        self.usage = dict(data)
+
+    def _on_end(self, data: dict[str, Any]) -> None:
+        self._clear_progress()
+        self._end_line()
+        self.end = dict(data)
+
+    # -- batch progress ------------------------------------------------------------------
+
+    def _after_batch_turn(self) -> None:
+        if len(self._batch) == len(self._batch_keys) and all(
+            live.state != "running" for live in self._batch.values()
+        ):
+            if not self.live:
+                self._write(self._progress_text() + "\n")
+            self._batch_keys, self._batch = set(), {}
+            return
+        self._redraw_progress(force=True)
+
+    def _progress_text(self) -> str:
+        lives = list(self._batch.values())
+        phase = str(lives[0].info.get("phase")) if lives else ""
+        marks = {"running": "…", "done": "✓", "failed": "✗"}
+        parts = [
+            f"{live.info.get('label')} {live.tokens} tok {marks[live.state]}" for live in lives
+        ]
+        return f"{PHASE_PLURALS.get(phase, phase)}: " + " · ".join(parts)
+
+    def _redraw_progress(self, *, force: bool = False) -> None:
+        if not self._batch:
+            return
+        if self.live:
+            width = max(20, shutil.get_terminal_size((100, 20)).columns - 1)
+            self._write("\r\x1b[2K" + one_line(self._progress_text(), width))
+            self._progress_drawn = True
+        elif force and any(live.state != "running" for live in self._batch.values()):
+            self._write(self._progress_text() + "\n")
+
+    def _clear_progress(self) -> None:
+        if self._progress_drawn:
+            self._write("\r\x1b[2K")
+            self._progress_drawn = False
+
+    # -- writing -------------------------------------------------------------------------
+
+    def _end_line(self) -> None:
+        if self._line_open:
+            self._write("\n")
+            self._line_open = False
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
