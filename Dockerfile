@@ -1,0 +1,34 @@
+# Argue: the web app and the command line, with the embedded local model.
+FROM python:3.11-slim
+
+# llama-cpp-python compiles llama.cpp on install: it needs a C/C++ toolchain and CMake.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends build-essential cmake git \
+    && rm -rf /var/lib/apt/lists/*
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    ARGUE_HOME=/data
+
+WORKDIR /app
+# Dependencies first, so a code change does not rebuild llama.cpp.
+COPY pyproject.toml README.md ./
+RUN mkdir -p app && touch app/__init__.py && pip install -e . && rm -rf app
+COPY app ./app
+COPY templates ./templates
+COPY static ./static
+COPY migrations ./migrations
+COPY alembic.ini ./
+RUN pip install --no-deps -e .
+
+RUN useradd --create-home --uid 10001 argue \
+    && mkdir -p /data && chown argue:argue /data
+USER argue
+VOLUME ["/data"]
+EXPOSE 8000
+
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s \
+    CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"
+
+CMD ["argue", "serve", "--host", "0.0.0.0", "--port", "8000"]

@@ -1,0 +1,101 @@
+"""Building the web app: its lifespan owns the engine (migrated on start), the event hub
+and the background jobs; routes reach them through ``app.state`` (``app.web.deps``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.config import Settings, get_settings
+from app.db import get_engine
+from app.events import EventHub
+from app.jobs import JobManager
+from app.migrate import migrate
+from app.providers.base import Provider
+from app.providers.registry import PROVIDER_NAMES, build_provider
+from app.web import api, pages, stream
+from app.web.deps import STATIC_DIR, ProviderStatuses, make_templates
+
+log = logging.getLogger(__name__)
+
+
+def available_providers(settings: Settings) -> dict[str, Provider]:
+    """Every provider whose adapter can be built here; one whose SDK will not import is
+    left out (its seats fall back to the local model) instead of stopping the app."""
+    providers: dict[str, Provider] = {}
+    for name in PROVIDER_NAMES:
+        try:
+            providers[name] = build_provider(name, settings)
+        except ImportError as error:
+            log.warning("provider %s unavailable: %s", name, error)
+    return providers
+
+
+def create_app(
+    settings: Settings | None = None, *, providers: Mapping[str, Provider] | None = None
+) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = get_engine(settings)
+        migrate(engine)
+        chosen = dict(providers) if providers is not None else available_providers(settings)
+        hub = EventHub()
+        jobs = JobManager(engine=engine, hub=hub, providers=chosen, settings=settings)
+        app.state.settings = settings
+        app.state.engine = engine
+        app.state.hub = hub
+        app.state.jobs = jobs
+        app.state.statuses = ProviderStatuses(chosen, settings)
+        await jobs.start()
+        try:
+            yield
+        finally:
+            await jobs.shutdown()
+
+    app = FastAPI(
+        title="Argue",
+        summary="Watch large language models argue a question out.",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    app.state.templates = make_templates()
+    app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
+    app.include_router(pages.router)
+    app.include_router(stream.router)
+    app.include_router(api.router)
+    app.include_router(api.health_router)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    return app
+
+
+def _wants_json(request: Request) -> bool:
+    path = request.url.path
+    return path.startswith("/api/") or path == "/healthz" or path.startswith("/static/")
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """JSON for the API, a page for people."""
+    assert isinstance(exc, StarletteHTTPException)
+    if _wants_json(request) or exc.status_code < 400:
+        return JSONResponse(
+            {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
+        )
+    templates = request.app.state.templates
+    response: HTMLResponse = templates.TemplateResponse(
+        request,
+        "error.html",
+        {"status_code": exc.status_code, "detail": exc.detail},
+        status_code=exc.status_code,
+    )
+    return response
+
+
+__all__ = ["create_app"]

@@ -1,0 +1,108 @@
+"""What route handlers receive: the settings, engine, event hub, jobs and a session, all
+taken from ``app.state`` (set up once in the lifespan), plus the Jinja templates."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.templating import Jinja2Templates
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from app.config import PROJECT_ROOT, Settings
+from app.db import session_scope
+from app.events import EventHub
+from app.jobs import JobManager
+from app.providers.base import Provider, ProviderStatus
+from app.providers.registry import PROVIDER_NAMES, provider_status
+from app.web import assets
+from app.web.render import markdown_html
+
+TEMPLATES_DIR = PROJECT_ROOT / "templates"
+STATIC_DIR = PROJECT_ROOT / "static"
+# Provider readiness seldom changes (a key is set before start); a short cache keeps the
+# home page from asking every adapter on every load.
+STATUS_TTL_SECONDS = 30.0
+
+
+def make_templates() -> Jinja2Templates:
+    templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
+    env = templates.env
+    env.autoescape = True
+    env.filters["markdown"] = markdown_html
+    env.globals["scripts"] = assets.SCRIPTS
+    env.globals["htmx"] = assets.HTMX
+    env.globals["htmx_sse"] = assets.HTMX_SSE
+    return templates
+
+
+def get_settings_dep(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_engine_dep(request: Request) -> Engine:
+    engine: Engine = request.app.state.engine
+    return engine
+
+
+def get_hub(request: Request) -> EventHub:
+    hub: EventHub = request.app.state.hub
+    return hub
+
+
+def get_jobs(request: Request) -> JobManager:
+    jobs: JobManager = request.app.state.jobs
+    return jobs
+
+
+def get_templates(request: Request) -> Jinja2Templates:
+    templates: Jinja2Templates = request.app.state.templates
+    return templates
+
+
+def get_session(engine: Annotated[Engine, Depends(get_engine_dep)]) -> Iterator[Session]:
+    with session_scope(engine) as session:
+        yield session
+
+
+class ProviderStatuses:
+    """Readiness of every provider the app can seat, as the running app sees it: a provider
+    the app was not given (tests hand in a few) is reported unavailable."""
+
+    def __init__(self, providers: Mapping[str, Provider], settings: Settings) -> None:
+        self._providers = providers
+        self._settings = settings
+        self._cached: tuple[float, list[ProviderStatus]] | None = None
+
+    def get(self) -> list[ProviderStatus]:
+        now = time.monotonic()
+        if self._cached is not None and now - self._cached[0] < STATUS_TTL_SECONDS:
+            return self._cached[1]
+        statuses = [self._status(name) for name in PROVIDER_NAMES]
+        self._cached = (now, statuses)
+        return statuses
+
+    def _status(self, name: str) -> ProviderStatus:
+        provider = self._providers.get(name)
+        if provider is not None:
+            return provider.status()
+        status = provider_status(name, self._settings)
+        return ProviderStatus(name, False, "not available in this app", status.default_model)
+
+
+def get_statuses(request: Request) -> list[ProviderStatus]:
+    statuses: ProviderStatuses = request.app.state.statuses
+    return statuses.get()
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
+EngineDep = Annotated[Engine, Depends(get_engine_dep)]
+HubDep = Annotated[EventHub, Depends(get_hub)]
+JobsDep = Annotated[JobManager, Depends(get_jobs)]
+SessionDep = Annotated[Session, Depends(get_session)]
+TemplatesDep = Annotated[Jinja2Templates, Depends(get_templates)]
+StatusesDep = Annotated[list[ProviderStatus], Depends(get_statuses)]

@@ -1,0 +1,315 @@
+"""The live streams of a debate, as server-sent events.
+
+Two views of the same hub events:
+
+- ``GET /debates/{id}/stream`` — HTML fragments for the debate page (htmx SSE extension).
+  Every message is named ``html`` and carries out-of-band swaps (``hx-swap-oob``): a started
+  turn is appended to its group, text deltas are appended (escaped) to the turn's text, a
+  completed turn replaces itself with its rendered Markdown. ``end`` carries the whole
+  server-rendered final page body; ``reload`` asks the page to reload (its last event id
+  belongs to an earlier process).
+- ``GET /api/debates/{id}/events`` — the events themselves: ``event:`` is the type, ``data``
+  its JSON, ``id`` its id.
+
+Both resume after ``Last-Event-ID`` (header, or ``?last_event_id=``) with no gap and no
+duplicate, and close when the debate has ended. Sessions are opened inside the generators,
+one short unit of work each; the hub subscription is closed in ``finally`` (a disconnect
+arrives as a cancellation).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from typing import Annotated, Any, cast
+
+from fastapi import APIRouter, Header, HTTPException, Query
+from jinja2 import Environment
+from markupsafe import Markup, escape
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from app import store
+from app.db import session_scope
+from app.events import Event, EventHub, StaleEventId
+from app.jobs import FINAL_STATUSES
+from app.models import Turn
+from app.web.deps import EngineDep, HubDep, TemplatesDep
+from app.web.view import (
+    PHASE_TITLES,
+    GroupView,
+    build_view,
+    dom_id,
+    downloads,
+    group_id,
+    shows_round_heading,
+    turn_from_live,
+    turn_from_row,
+)
+
+router = APIRouter()
+
+PING_SECONDS = 15.0
+
+
+def chosen_last_id(header: str | None, query: str | None) -> str | None:
+    """The browser's own reconnect sends the header, which then wins over the id the page
+    was rendered with."""
+    return header or query or None
+
+
+def _debate_status(engine: Engine, debate_id: str) -> str:
+    with session_scope(engine) as session:
+        status = store.debate_status(session, debate_id=debate_id)
+    if status is None:
+        raise HTTPException(404, f"No debate {debate_id}.")
+    return status
+
+
+def _subscribe(
+    hub: EventHub, debate_id: str, last_event_id: str | None
+) -> AsyncGenerator[Event, None]:
+    # The hub's subscribe is an async generator; closing it promptly unsubscribes.
+    return cast(AsyncGenerator[Event, None], hub.subscribe(debate_id, last_event_id=last_event_id))
+
+
+def _finished_elsewhere(hub: EventHub, status: str, debate_id: str) -> bool:
+    """Finished, and this process has no events about it (it ended before this process
+    started, or long ago): there is nothing to replay, only the end to tell."""
+    return status in FINAL_STATUSES and hub.snapshot(debate_id).last_id is None
+
+
+# -- the page's stream ----------------------------------------------------------------------
+
+
+@router.get(
+    "/debates/{debate_id}/stream",
+    summary="HTML fragments of a debate as it runs (for the page's htmx)",
+    response_class=EventSourceResponse,
+)
+async def page_stream(
+    debate_id: str,
+    engine: EngineDep,
+    hub: HubDep,
+    templates: TemplatesDep,
+    last_event_id: Annotated[str | None, Query()] = None,
+    last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+) -> EventSourceResponse:
+    status = _debate_status(engine, debate_id)
+    fragments = Fragments(templates.env, engine, debate_id)
+    after = chosen_last_id(last_event_id_header, last_event_id)
+    return EventSourceResponse(
+        page_events(hub, fragments, debate_id, status=status, last_event_id=after),
+        ping=PING_SECONDS,
+    )
+
+
+async def page_events(
+    hub: EventHub,
+    fragments: Fragments,
+    debate_id: str,
+    *,
+    status: str,
+    last_event_id: str | None,
+) -> AsyncIterator[ServerSentEvent]:
+    if _finished_elsewhere(hub, status, debate_id):
+        yield ServerSentEvent(data=fragments.final_body(), event="end")
+        return
+    try:
+        async with aclosing(_subscribe(hub, debate_id, last_event_id)) as events:
+            async for event in events:
+                message = fragments.for_event(event)
+                if message is not None:
+                    yield message
+    except StaleEventId:
+        yield ServerSentEvent(data="stale", event="reload")
+
+
+class Fragments:
+    """Renders each hub event as the out-of-band swaps that bring the page up to date."""
+
+    def __init__(self, env: Environment, engine: Engine, debate_id: str) -> None:
+        self._env = env
+        self._engine = engine
+        self._debate_id = debate_id
+        self._format: str | None = None
+
+    def render(self, template: str, **context: Any) -> str:
+        return self._env.get_template(template).render(**context)
+
+    def for_event(self, event: Event) -> ServerSentEvent | None:
+        handler = getattr(self, f"_on_{event.type}", None)
+        if handler is None:
+            return None
+        if event.type == "end":
+            return ServerSentEvent(data=self.final_body(), event="end", id=event.id)
+        html: str = handler(event.data)
+        return ServerSentEvent(data=html, event="html", id=event.id)
+
+    def final_body(self) -> str:
+        """The whole debate body from the database, swapped in for the live one."""
+        with session_scope(self._engine) as session:
+            debate = store.get_debate(session, debate_id=self._debate_id)
+            if debate is None:
+                return ""
+            rows = store.turns_of(session, debate_id=self._debate_id)
+            view = build_view(debate, store.debate_spec(debate), rows)
+        return self.render("partials/debate_body.html", view=view, swap_oob=True)
+
+    def _on_end(self, data: dict[str, Any]) -> str:  # handled in for_event
+        return ""
+
+    def _on_status(self, data: dict[str, Any]) -> str:
+        with session_scope(self._engine) as session:
+            debate = store.get_debate(session, debate_id=self._debate_id)
+            has_turns = bool(
+                session.exec(select(Turn.id).where(Turn.debate_id == self._debate_id)).first()
+            )
+        if debate is None:
+            return ""
+        # The event's status, not the database's: a replayed event shows the page as it was
+        # then, and later events bring it up to date in order.
+        status = str(data.get("status"))
+        return self.render("partials/status.html", status=status, oob=True) + self.render(
+            "partials/controls.html",
+            debate=debate,
+            status=status,
+            downloads=downloads(debate, has_turns=has_turns, status=status),
+            oob=True,
+        )
+
+    def _on_usage(self, data: dict[str, Any]) -> str:
+        return self.render(
+            "partials/usage.html",
+            input_tokens=int(data.get("input_tokens", 0)),
+            output_tokens=int(data.get("output_tokens", 0)),
+            oob=True,
+        )
+
+    def _on_turn_started(self, data: dict[str, Any]) -> str:
+        turn = turn_from_live(data)
+        fmt = self._debate_format()
+        heading = turn.round if shows_round_heading(fmt, turn.round, turn.phase) else None
+        group = GroupView(
+            id=group_id(turn.round, turn.phase),
+            round=turn.round,
+            phase=turn.phase,
+            title=PHASE_TITLES.get(turn.phase, turn.phase.title()),
+            round_heading=heading,
+        )
+        # Each piece is marked data-upsert (static/argue.js): a heading or group already on
+        # the page is kept, a turn already there (an earlier failed attempt) is replaced.
+        return oob_append("#turns", self.render("partials/group.html", group=group)) + oob_append(
+            f"#{group.id}-turns", self.render("partials/turn.html", turn=turn)
+        )
+
+    def _on_delta(self, data: dict[str, Any]) -> str:
+        key = str(data.get("key", ""))
+        return oob_append(f"#x-{dom_id(key)}", escape(str(data.get("text", ""))))
+
+    def _on_retrying(self, data: dict[str, Any]) -> str:
+        key = dom_id(str(data.get("key", "")))
+        note = (
+            f"Retrying (attempt {data.get('attempt')}) after {data.get('error_kind')}: "
+            f"{data.get('error_message')}"
+        )
+        return (
+            f'<div class="text live" id="x-{key}" hx-swap-oob="true"></div>'
+            f'<p class="note" id="n-{key}" hx-swap-oob="true">{escape(note)}</p>'
+        )
+
+    def _on_turn_completed(self, data: dict[str, Any]) -> str:
+        return self._saved_turn(data)
+
+    def _on_turn_failed(self, data: dict[str, Any]) -> str:
+        return self._saved_turn(data)
+
+    def _saved_turn(self, data: dict[str, Any]) -> str:
+        key = str(data.get("key", ""))
+        with session_scope(self._engine) as session:
+            row = session.exec(
+                select(Turn).where(Turn.debate_id == self._debate_id, Turn.key == key)
+            ).first()
+            turn = turn_from_row(row) if row is not None else None
+        if turn is None:
+            return ""
+        return self.render("partials/turn.html", turn=turn, oob=True)
+
+    def _debate_format(self) -> str:
+        if self._format is None:
+            with session_scope(self._engine) as session:
+                debate = store.get_debate(session, debate_id=self._debate_id)
+                self._format = debate.format if debate else "duel"
+        return self._format
+
+
+def oob_append(selector: str, inner: str | Markup) -> str:
+    """A wrapper whose children htmx appends to ``selector`` (the wrapper itself is dropped)."""
+    return f'<div hx-swap-oob="beforeend:{escape(selector)}">{inner}</div>'
+
+
+# -- the JSON stream --------------------------------------------------------------------------
+
+
+@router.get(
+    "/api/debates/{debate_id}/events",
+    summary="A debate's events as server-sent events (JSON data)",
+    description=(
+        "Each event has an `id`, an `event` type (status, batch, turn_started, delta, retrying, "
+        "turn_completed, turn_failed, usage, end) and JSON `data`. Reconnect with the "
+        "`Last-Event-ID` header (or `?last_event_id=`) to continue without gap or duplicate. "
+        "The stream closes after `end`; a debate that finished before this server started "
+        "sends one `end` with its status. `reload` means the id is from an earlier server "
+        "process: what follows starts over (fetch the debate for what came before)."
+    ),
+    response_class=EventSourceResponse,
+    tags=["api"],
+)
+async def json_stream(
+    debate_id: str,
+    engine: EngineDep,
+    hub: HubDep,
+    last_event_id: Annotated[str | None, Query()] = None,
+    last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+) -> EventSourceResponse:
+    status = _debate_status(engine, debate_id)
+    after = chosen_last_id(last_event_id_header, last_event_id)
+    return EventSourceResponse(
+        json_events(hub, engine, debate_id, status=status, last_event_id=after),
+        ping=PING_SECONDS,
+    )
+
+
+async def json_events(
+    hub: EventHub,
+    engine: Engine,
+    debate_id: str,
+    *,
+    status: str,
+    last_event_id: str | None,
+) -> AsyncIterator[ServerSentEvent]:
+    if _finished_elsewhere(hub, status, debate_id):
+        with session_scope(engine) as session:
+            debate = store.get_debate(session, debate_id=debate_id)
+            reason = debate.status_reason if debate else None
+        yield ServerSentEvent(data=json.dumps({"status": status, "reason": reason}), event="end")
+        return
+    try:
+        async with aclosing(_subscribe(hub, debate_id, last_event_id)) as events:
+            async for event in events:
+                yield json_event(event)
+        return
+    except StaleEventId:
+        yield ServerSentEvent(
+            data=json.dumps({"reason": "the event id is from an earlier server process"}),
+            event="reload",
+        )
+    async with aclosing(_subscribe(hub, debate_id, None)) as events:
+        async for event in events:
+            yield json_event(event)
+
+
+def json_event(event: Event) -> ServerSentEvent:
+    return ServerSentEvent(data=json.dumps(event.data), event=event.type, id=event.id)
