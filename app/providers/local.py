@@ -248,6 +248,11 @@ def _cut_middle(text: str, keep: int) -> str:
     return head + OMISSION.format(count=len(text) - keep) + tail
 
 
+# A 135M model left to greedy-ish defaults loops on one sentence; a repeat penalty and a
+# little nucleus sampling keep its turns readable.
+SAMPLING: dict[str, float] = {"temperature": 0.7, "top_p": 0.9, "repeat_penalty": 1.3}
+
+
 def _chat_messages(system: str, messages: Sequence[Message]) -> list[dict[str, str]]:
     chat = [{"role": "system", "content": system}] if system else []
     return chat + [{"role": m.role, "content": m.content} for m in messages]
@@ -285,7 +290,10 @@ def _generate(
             kept, cap = fit_messages(model, system, messages, max_tokens)
             input_tokens = model.prompt_tokens(system, kept)
             chunks = model.llama.create_chat_completion(
-                messages=_chat_messages(system, kept), stream=True, max_tokens=cap
+                messages=_chat_messages(system, kept),
+                stream=True,
+                max_tokens=cap,
+                **SAMPLING,
             )
             parts: list[str] = []
             stop_reason: str | None = None
