@@ -7,7 +7,6 @@ The SDK's own retries are off: ``resilience`` retries.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -23,6 +22,7 @@ from app.providers.base import (
     TextDelta,
     Usage,
 )
+from app.providers.keyed import PerLoopClient, key_status, listed_or_defaults, require_key
 from app.providers.resilience import (
     kind_for_status,
     parse_retry_after,
@@ -129,50 +129,30 @@ class AnthropicProvider:
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._client: anthropic.AsyncAnthropic | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._client = PerLoopClient(self._make_client)
 
     def status(self) -> ProviderStatus:
-        settings = self._settings
-        if settings.anthropic_api_key is None:
-            reason = f"{KEY_ENV} not set"
-        elif settings.anthropic_base_url:
-            reason = f"{KEY_ENV} set; using {settings.anthropic_base_url}"
-        else:
-            reason = f"{KEY_ENV} set"
-        return ProviderStatus(
+        return key_status(
             name=NAME,
-            configured=settings.anthropic_api_key is not None,
-            reason=reason,
-            default_model=settings.anthropic_model,
+            key=self._settings.anthropic_api_key,
+            key_env=KEY_ENV,
+            base_url=self._settings.anthropic_base_url,
+            default_model=self._settings.anthropic_model,
         )
 
-    def _get_client(self) -> anthropic.AsyncAnthropic:
-        key = self._settings.anthropic_api_key
-        if key is None:
-            raise ProviderError(
-                kind=ErrorKind.AUTH, provider=NAME, message=f"{KEY_ENV} not set", retryable=False
-            )
-        # An SDK client's connection pool belongs to one event loop; make one per loop.
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            self._client = anthropic.AsyncAnthropic(
-                api_key=key.get_secret_value(),
-                base_url=self._settings.anthropic_base_url,
-                max_retries=0,
-                timeout=self._settings.request_timeout,
-            )
-            self._client_loop = loop
-        return self._client
+    def _make_client(self) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(
+            api_key=require_key(self._settings.anthropic_api_key, provider=NAME, key_env=KEY_ENV),
+            base_url=self._settings.anthropic_base_url,
+            max_retries=0,
+            timeout=self._settings.request_timeout,
+        )
 
     async def list_models(self) -> list[str]:
-        defaults = [self._settings.anthropic_model]
-        try:
-            client = self._get_client()
-            names = [model.id async for model in client.models.list()]
-        except Exception:
-            return defaults
-        return names or defaults
+        async def names() -> list[str]:
+            return [model.id async for model in self._client.get().models.list()]
+
+        return await listed_or_defaults(names, [self._settings.anthropic_model])
 
     async def stream(
         self,
@@ -182,7 +162,7 @@ class AnthropicProvider:
         messages: Sequence[Message],
         max_tokens: int,
     ) -> AsyncIterator[TextDelta | Finished]:
-        client = self._get_client()
+        client = self._client.get()
         request = build_request(
             model=model, system=system, messages=messages, max_tokens=max_tokens
         )

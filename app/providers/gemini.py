@@ -7,7 +7,6 @@ of every SDK failure onto ``ProviderError``. The SDK's own retries are off.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import re
 from collections.abc import AsyncIterator, Sequence
@@ -26,10 +25,12 @@ from app.providers.base import (
     TextDelta,
     Usage,
 )
+from app.providers.keyed import PerLoopClient, key_status, listed_or_defaults, require_key
 from app.providers.resilience import kind_for_status, parse_retry_after, transport_error_kind
 
 NAME = "gemini"
 KEY_ENV = "GEMINI_API_KEY"
+KEY_ENV_TEXT = f"{KEY_ENV} (or GOOGLE_API_KEY)"
 
 # Google's status names, for errors that arrive inside a stream without an HTTP status.
 _KINDS_BY_STATUS = {
@@ -120,61 +121,37 @@ class GeminiProvider:
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._client: genai.Client | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._client = PerLoopClient(self._make_client)
 
     def status(self) -> ProviderStatus:
-        settings = self._settings
-        if settings.gemini_api_key is None:
-            reason = f"{KEY_ENV} (or GOOGLE_API_KEY) not set"
-        elif settings.gemini_base_url:
-            reason = f"{KEY_ENV} set; using {settings.gemini_base_url}"
-        else:
-            reason = f"{KEY_ENV} set"
-        return ProviderStatus(
+        return key_status(
             name=NAME,
-            configured=settings.gemini_api_key is not None,
-            reason=reason,
-            default_model=settings.gemini_model,
+            key=self._settings.gemini_api_key,
+            key_env=KEY_ENV_TEXT,
+            base_url=self._settings.gemini_base_url,
+            default_model=self._settings.gemini_model,
         )
 
-    def _get_client(self) -> genai.Client:
-        key = self._settings.gemini_api_key
-        if key is None:
-            raise ProviderError(
-                kind=ErrorKind.AUTH,
-                provider=NAME,
-                message=f"{KEY_ENV} (or GOOGLE_API_KEY) not set",
-                retryable=False,
-            )
-        # An SDK client's connection pool belongs to one event loop; make one per loop.
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            options = types.HttpOptions(
-                base_url=self._settings.gemini_base_url,
-                timeout=int(self._settings.request_timeout * 1000),  # milliseconds
-                # One attempt: no tenacity retries and no hidden sleeps on connection errors.
-                retry_options=types.HttpRetryOptions(attempts=1),
-            )
-            self._client = genai.Client(
-                api_key=key.get_secret_value(), vertexai=False, http_options=options
-            )
-            self._client_loop = loop
-        return self._client
+    def _make_client(self) -> genai.Client:
+        key = require_key(self._settings.gemini_api_key, provider=NAME, key_env=KEY_ENV_TEXT)
+        options = types.HttpOptions(
+            base_url=self._settings.gemini_base_url,
+            timeout=int(self._settings.request_timeout * 1000),  # milliseconds
+            # One attempt: no tenacity retries and no hidden sleeps on connection errors.
+            retry_options=types.HttpRetryOptions(attempts=1),
+        )
+        return genai.Client(api_key=key, vertexai=False, http_options=options)
 
     async def list_models(self) -> list[str]:
-        defaults = [self._settings.gemini_model]
-        try:
-            client = self._get_client()
-            names = [
+        async def names() -> list[str]:
+            return [
                 (model.name or "").removeprefix("models/")
-                async for model in await client.aio.models.list()
+                async for model in await self._client.get().aio.models.list()
                 if model.name
                 and (not model.supported_actions or "generateContent" in model.supported_actions)
             ]
-        except Exception:
-            return defaults
-        return names or defaults
+
+        return await listed_or_defaults(names, [self._settings.gemini_model])
 
     async def stream(
         self,
@@ -184,7 +161,7 @@ class GeminiProvider:
         messages: Sequence[Message],
         max_tokens: int,
     ) -> AsyncIterator[TextDelta | Finished]:
-        client = self._get_client()
+        client = self._client.get()
         input_tokens = output_tokens = 0
         stop_reason: str | None = None
         try:

@@ -9,8 +9,8 @@ mapping of every SDK failure onto ``ProviderError``. The SDK's own retries are o
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import openai
@@ -26,6 +26,7 @@ from app.providers.base import (
     Usage,
     estimate_tokens,
 )
+from app.providers.keyed import PerLoopClient, key_status, listed_or_defaults, require_key
 from app.providers.resilience import (
     kind_for_status,
     parse_retry_after,
@@ -119,55 +120,38 @@ class OpenAIProvider:
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._client: openai.AsyncOpenAI | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._client = PerLoopClient(self._make_client)
 
     def status(self) -> ProviderStatus:
         settings = self._settings
+        status = key_status(
+            name=NAME,
+            key=settings.openai_api_key,
+            key_env=KEY_ENV,
+            base_url=settings.openai_base_url,
+            default_model=settings.openai_model,
+        )
         if settings.openai_api_key is None and settings.openai_base_url:
             reason = (
                 f"OPENAI_BASE_URL is {settings.openai_base_url} but {KEY_ENV} is not set "
                 f"(local servers accept any key: set {KEY_ENV}=anything)"
             )
-        elif settings.openai_api_key is None:
-            reason = f"{KEY_ENV} not set"
-        elif settings.openai_base_url:
-            reason = f"{KEY_ENV} set; using {settings.openai_base_url}"
-        else:
-            reason = f"{KEY_ENV} set"
-        return ProviderStatus(
-            name=NAME,
-            configured=settings.openai_api_key is not None,
-            reason=reason,
-            default_model=settings.openai_model,
+            return replace(status, reason=reason)
+        return status
+
+    def _make_client(self) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            api_key=require_key(self._settings.openai_api_key, provider=NAME, key_env=KEY_ENV),
+            base_url=self._settings.openai_base_url,
+            max_retries=0,
+            timeout=self._settings.request_timeout,
         )
 
-    def _get_client(self) -> openai.AsyncOpenAI:
-        key = self._settings.openai_api_key
-        if key is None:
-            raise ProviderError(
-                kind=ErrorKind.AUTH, provider=NAME, message=f"{KEY_ENV} not set", retryable=False
-            )
-        # An SDK client's connection pool belongs to one event loop; make one per loop.
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            self._client = openai.AsyncOpenAI(
-                api_key=key.get_secret_value(),
-                base_url=self._settings.openai_base_url,
-                max_retries=0,
-                timeout=self._settings.request_timeout,
-            )
-            self._client_loop = loop
-        return self._client
-
     async def list_models(self) -> list[str]:
-        defaults = [self._settings.openai_model]
-        try:
-            client = self._get_client()
-            names = [model.id async for model in client.models.list()]
-        except Exception:
-            return defaults
-        return names or defaults
+        async def names() -> list[str]:
+            return [model.id async for model in self._client.get().models.list()]
+
+        return await listed_or_defaults(names, [self._settings.openai_model])
 
     async def stream(
         self,
@@ -177,7 +161,7 @@ class OpenAIProvider:
         messages: Sequence[Message],
         max_tokens: int,
     ) -> AsyncIterator[TextDelta | Finished]:
-        client = self._get_client()
+        client = self._client.get()
         request = build_request(
             model=model,
             system=system,
