@@ -1,0 +1,4 @@
+"""Argue's benchmark: the whole app driven over HTTP, with figures.
+
+Run ``python -m bench --help``.
+"""

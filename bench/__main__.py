@@ -1,0 +1,315 @@
+"""``python -m bench``: start the fake providers and the real app, run the scenarios, print
+the figures beside their targets and write them to ``bench/results/<timestamp>.json``.
+
+Everything listens on 127.0.0.1, every loop is bounded in count and in time, and the child
+processes are stopped however the run ends (Ctrl-C included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from bench import clients, processes, scenarios
+from bench.fake_providers import Pace, paces_from, parse_pace
+from bench.hotspots import summarize
+from bench.report import table, write_json
+from bench.stack import Stack, StackOptions
+
+SCENARIOS = ("history", "overhead", "latency", "memory", "scale")
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How big each scenario is: the full run, or ``--quick`` for a smoke run."""
+
+    tokens: int
+    default_pace: Pace
+    history_debates: int
+    history_requests: int
+    latency_debates: int
+    latency_viewers: int
+    memory_debates: int
+    memory_viewers: int
+    scale_steps: tuple[int, ...]
+    warmup: float
+    window: float
+    max_seconds: float
+
+
+FULL = Plan(
+    tokens=100,
+    default_pace=Pace(0.5, 50.0),
+    history_debates=10_000,
+    history_requests=1_000,
+    latency_debates=50,
+    latency_viewers=3,
+    memory_debates=100,
+    memory_viewers=4,
+    scale_steps=(25, 50, 100, 200, 300, 400, 500, 600),
+    warmup=5.0,
+    window=15.0,
+    max_seconds=900.0,
+)
+QUICK = Plan(
+    tokens=20,
+    default_pace=Pace(0.2, 50.0),
+    history_debates=1_000,
+    history_requests=200,
+    latency_debates=10,
+    latency_viewers=3,
+    memory_debates=10,
+    memory_viewers=3,
+    scale_steps=(10, 25),
+    warmup=2.0,
+    window=4.0,
+    max_seconds=150.0,
+)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=(
+            "Benchmark the whole Argue app: uvicorn serving app.web.app:create_app against the "
+            "wire-level fake providers (separate processes, 127.0.0.1 only), driven over its "
+            "JSON API and watched by real SSE clients. Prints a table with PASS/MISS against "
+            "the targets and writes JSON to bench/results/<timestamp>.json."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--quick", action="store_true", help="a small smoke run (~1 minute)")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=SCENARIOS,
+        help="run only these scenarios (repeatable); default: all",
+    )
+    parser.add_argument("--tokens", type=int, help="tokens in every reply (full 100, quick 20)")
+    parser.add_argument(
+        "--pace",
+        type=parse_pace,
+        action="append",
+        default=[],
+        metavar="PROVIDER=DELAY:RATE",
+        help="first-token delay (s) and tokens/s of a provider's seats, e.g. anthropic=0.8:40 "
+        "or all=0.5:50 (full 0.5:50, quick 0.2:50); repeatable",
+    )
+    parser.add_argument("--scale-steps", help="comma-separated debate counts for the ladder")
+    parser.add_argument("--scale-viewers", type=int, default=2, help="viewers per duel (scale)")
+    parser.add_argument("--scale-rounds", type=int, default=8, help="rounds of each scale duel")
+    parser.add_argument(
+        "--p99-limit-ms", type=float, default=250.0, help="a scale step passes under this p99"
+    )
+    parser.add_argument("--window", type=float, help="measuring window of a load step (s)")
+    parser.add_argument("--history-debates", type=int, help="stored debates (full 10000)")
+    parser.add_argument("--max-seconds", type=float, help="stop starting new steps after this")
+    parser.add_argument(
+        "--profile",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run py-spy on the app during one extra scale step (default: on in full mode)",
+    )
+    parser.add_argument(
+        "--profile-debates",
+        type=int,
+        help="duels in the profiled step (default: largest passing, <=200)",
+    )
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    parser.add_argument(
+        "--keep-home", action="store_true", help="keep the temporary data folder and logs"
+    )
+    return parser.parse_args(argv)
+
+
+async def run(args: argparse.Namespace, plan: Plan, stack: Stack, stamp: str) -> dict[str, Any]:
+    chosen = set(args.only or SCENARIOS)
+    deadline = time.monotonic() + (args.max_seconds or plan.max_seconds)
+    paces = stack.options.paces
+    tokens = stack.options.tokens
+    window = args.window or plan.window
+    result: dict[str, Any] = {}
+
+    async with clients.client() as http:
+        if "history" in chosen:
+            _say(f"history page over {stack.options.history_debates:,} stored debates")
+            result["history"] = await scenarios.history_page(
+                stack, http, requests=plan.history_requests, concurrency=4
+            )
+        if "overhead" in chosen:
+            # The app's first debates pay one-off costs (SDK clients, lazy imports): measured
+            # apart, as the cold start, before the steady-state figures.
+            for key, fmt, rounds in (
+                ("overhead_cold", "duel", 1),
+                ("overhead_cold", "panel", 1),
+                ("overhead", "duel", 4),
+                ("overhead", "panel", 1),
+            ):
+                _say(f"{key.replace('_', ' ')}: one {rounds}-round {fmt} alone")
+                figures = await scenarios.overhead(
+                    stack, http, format=fmt, rounds=rounds, paces=paces, tokens=tokens, limit=300
+                )
+                result.setdefault(key, []).append(figures)
+        if "memory" in chosen:  # before the load: it leaves the allocator's arenas grown
+            _say(f"memory: {plan.memory_debates} debates x {plan.memory_viewers} viewers")
+            result["memory"] = await scenarios.memory(
+                stack,
+                http,
+                debates=plan.memory_debates,
+                viewers=plan.memory_viewers,
+                tokens=tokens,
+                limit=60,
+            )
+            await scenarios.app_idle(stack, http)
+        if "latency" in chosen:
+            shape = scenarios.LoadShape(
+                plan.latency_debates, plan.latency_viewers, 8, plan.warmup, window
+            )
+            _say(f"latency: {shape.debates} duels x {shape.viewers} viewers")
+            result["latency"] = await scenarios.load(stack, http, shape, paces=paces, tokens=tokens)
+            await scenarios.app_idle(stack, http)
+        if "scale" in chosen:
+            result["scale"] = await _scale(args, plan, stack, http, deadline, window, stamp)
+    return result
+
+
+async def _scale(
+    args: argparse.Namespace,
+    plan: Plan,
+    stack: Stack,
+    http: Any,
+    deadline: float,
+    window: float,
+    stamp: str,
+) -> dict[str, Any]:
+    steps = (
+        tuple(int(s) for s in args.scale_steps.split(",")) if args.scale_steps else plan.scale_steps
+    )
+    limit = args.p99_limit_ms
+    out: dict[str, Any] = {
+        "viewers_per_debate": args.scale_viewers,
+        "rounds": args.scale_rounds,
+        "p99_limit_ms": limit,
+        "target_debates": 200,
+        "steps": [],
+        "largest_passing": None,
+        "stopped_because": "all steps ran",
+    }
+    for debates in steps:
+        if time.monotonic() + plan.warmup + window + 20 > deadline:
+            out["stopped_because"] = "time bound reached"
+            break
+        _say(f"scale: {debates} duels x {args.scale_viewers} viewers")
+        shape = scenarios.LoadShape(
+            debates, args.scale_viewers, args.scale_rounds, plan.warmup, window
+        )
+        step = await scenarios.load(
+            stack, http, shape, paces=stack.options.paces, tokens=stack.options.tokens
+        )
+        step["passed"] = _step_passed(step, limit)
+        out["steps"].append(step)
+        idle = await scenarios.app_idle(stack, http, limit=120)
+        if step["passed"]:
+            out["largest_passing"] = debates
+        else:
+            out["stopped_because"] = f"{debates} duels: p99 over {limit:.0f} ms or errors"
+            break
+        if not idle:
+            out["stopped_because"] = "the app did not wind down after a step"
+            break
+    profile = args.profile if args.profile is not None else not args.quick
+    if profile and shutil.which("py-spy") and time.monotonic() + 60 < deadline:
+        debates = args.profile_debates or min(out["largest_passing"] or steps[0], 200)
+        path = args.results_dir / f"profile-{stamp}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _say(f"profile: {debates} duels under py-spy")
+        shape = scenarios.LoadShape(
+            debates, args.scale_viewers, args.scale_rounds, plan.warmup, window
+        )
+        step = await scenarios.load(
+            stack,
+            http,
+            shape,
+            paces=stack.options.paces,
+            tokens=stack.options.tokens,
+            profile_to=path,
+        )
+        out["profiled_step"] = step
+        if path.exists():
+            out["profile"] = {"raw": str(path), **summarize(path)}
+        await scenarios.app_idle(stack, http, limit=120)
+    return out
+
+
+def _step_passed(step: dict[str, Any], limit_ms: float) -> bool:
+    p99 = step["token_to_viewer"]["p99_ms"]
+    ends = step["stream_ends"]
+    troubles = step["start_errors"] + ends.get("failed", 0) + ends.get("error", 0)
+    return p99 is not None and p99 < limit_ms and troubles == 0
+
+
+def _say(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
+    options = StackOptions(
+        paces=paces_from(args.pace, plan.default_pace),
+        tokens=args.tokens or plan.tokens,
+        history_debates=plan.history_debates
+        if args.history_debates is None
+        else args.history_debates,
+        keep_home=args.keep_home,
+    )
+    # SIGTERM ends the run like Ctrl-C: through the finally below, which stops the children.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    stack = Stack(options)
+    result: dict[str, Any] = {
+        "mode": "quick" if args.quick else "full",
+        "started": stamp,
+        "machine": processes.machine(),
+        "paces": {k: vars(v) for k, v in options.paces.items()},
+        "tokens_per_reply": options.tokens,
+    }
+    started = time.monotonic()
+    try:
+        _say(f"starting the fake providers and the app (data folder {stack.home})")
+        stack.start()
+        result["seed_seconds"] = round(stack.seed_seconds, 2)
+        result.update(asyncio.run(run(args, plan, stack, stamp)))
+    except KeyboardInterrupt:
+        _say("interrupted: stopping")
+        result["interrupted"] = True
+    except Exception as error:
+        result["error"] = f"{type(error).__name__}: {error}"
+        tail = stack.app_log_tail()
+        if tail:
+            result["app_log_tail"] = tail
+        _say(f"failed: {result['error']}")
+    finally:
+        stack.stop()
+    result["seconds"] = round(time.monotonic() - started, 1)
+    path = args.results_dir / f"{stamp}.json"
+    write_json(result, path)
+    print()
+    print(table(result))
+    print(
+        f"\n{result['machine']['cpus']} CPUs ({result['machine']['cpu_model']}); results in {path}"
+    )
+    return 1 if "error" in result else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

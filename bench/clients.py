@@ -1,0 +1,158 @@
+"""The benchmark's side of the wire: starting debates over the JSON API and watching them
+with real server-sent-event clients (httpx streaming on asyncio), as many per debate as asked.
+
+A viewer turns every time stamp it finds in a ``delta`` into one latency sample: its own
+``time.monotonic()`` on receipt minus the fake's at sending. Stamps sent before the viewer
+connected are replayed history, not live tokens, and are skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from bench.fake_providers import STAMP_PATTERN
+
+DUEL_SEATS = {
+    "claude": {"provider": "anthropic", "model": "bench-claude"},
+    "gemini": {"provider": "gemini", "model": "bench-gemini"},
+}
+
+
+def client(*, connections: int = 4000) -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    timeout = httpx.Timeout(60.0, read=None)  # a stream may be quiet for a long first token
+    return httpx.AsyncClient(limits=limits, timeout=timeout, trust_env=False)
+
+
+@dataclass
+class Samples:
+    """Latency samples (seconds) kept only while ``open``; counts of tokens seen."""
+
+    open: bool = True
+    latencies: list[float] = field(default_factory=list)
+    primary_tokens: int = 0  # tokens seen by the first viewer of each debate: each token once
+
+    def add(self, received: float, stamps: list[float], *, primary: bool) -> None:
+        if not self.open:
+            return
+        self.latencies.extend(received - stamp for stamp in stamps)
+        if primary:
+            self.primary_tokens += len(stamps)
+
+
+@dataclass
+class ViewResult:
+    debate_id: str
+    connected_at: float = 0.0
+    first_event_at: float | None = None
+    ended_at: float | None = None
+    end_status: str | None = None
+    events: int = 0
+    error: str | None = None
+
+
+async def start_debate(
+    http: httpx.AsyncClient,
+    base_url: str,
+    *,
+    topic: str,
+    format: str = "duel",
+    rounds: int = 4,
+) -> str:
+    body: dict[str, Any] = {"topic": topic, "format": format, "rounds": rounds}
+    if format == "duel":
+        body["seats"] = DUEL_SEATS
+    response = await http.post(f"{base_url}/api/debates", json=body)
+    if response.status_code != 201:
+        raise RuntimeError(f"POST /api/debates: {response.status_code} {response.text[:300]}")
+    debate_id: str = response.json()["id"]
+    return debate_id
+
+
+async def cancel_debate(http: httpx.AsyncClient, base_url: str, debate_id: str) -> None:
+    with contextlib.suppress(httpx.HTTPError):
+        await http.post(f"{base_url}/api/debates/{debate_id}/cancel")
+
+
+async def watch(
+    http: httpx.AsyncClient,
+    base_url: str,
+    debate_id: str,
+    samples: Samples,
+    *,
+    primary: bool,
+    first_event: asyncio.Event | None = None,
+) -> ViewResult:
+    """Read the debate's event stream to its end, sampling every stamped token."""
+    result = ViewResult(debate_id)
+    url = f"{base_url}/api/debates/{debate_id}/events"
+    try:
+        async with http.stream("GET", url) as response:
+            response.raise_for_status()
+            result.connected_at = time.monotonic()
+            event_type, data = "message", ""
+            async for line in response.aiter_lines():
+                if line.startswith("event:"):
+                    event_type = line[6:].strip()
+                elif line.startswith("data:"):
+                    data = line[5:].lstrip()
+                elif not line and data:
+                    received = time.monotonic()
+                    result.events += 1
+                    if result.first_event_at is None:
+                        result.first_event_at = received
+                        if first_event is not None:
+                            first_event.set()
+                    if event_type == "delta":
+                        stamps = [float(s) for s in STAMP_PATTERN.findall(data)]
+                        live = [s for s in stamps if s >= result.connected_at]
+                        samples.add(received, live, primary=primary)
+                    elif event_type == "end":
+                        result.ended_at = received
+                        result.end_status = str(json.loads(data).get("status"))
+                    event_type, data = "message", ""
+    except (httpx.HTTPError, RuntimeError) as error:
+        result.error = f"{type(error).__name__}: {error}"
+    return result
+
+
+async def debate_status(http: httpx.AsyncClient, base_url: str, debate_id: str) -> dict[str, Any]:
+    response = await http.get(f"{base_url}/api/debates/{debate_id}")
+    response.raise_for_status()
+    payload: dict[str, Any] = response.json()
+    return payload
+
+
+class LoopLag:
+    """How late this process's own event loop wakes up: if the benchmark's clients are
+    starved, their latency samples are too, and the report says so."""
+
+    def __init__(self, interval: float = 0.01) -> None:
+        self.interval = interval
+        self.lags: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def _tick(self) -> None:
+        while True:
+            before = time.monotonic()
+            await asyncio.sleep(self.interval)
+            self.lags.append(max(0.0, time.monotonic() - before - self.interval))
+
+    def start(self) -> None:
+        self.lags.clear()
+        self._task = asyncio.create_task(self._tick())
+
+    async def stop(self) -> list[float]:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        return list(self.lags)

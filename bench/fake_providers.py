@@ -1,0 +1,170 @@
+"""The fake providers as the benchmark runs them: ``tests.fakes.llm_server`` in its own
+process, with realistic pacing and tokens that carry the moment they were sent.
+
+Every token the fake streams is ``<@1234.567890> ``: the placeholder in the scripted token is
+replaced by ``time.monotonic()`` at the instant the token is written to the wire (the wire
+modules are wrapped, nothing in ``tests/fakes`` changes). ``time.monotonic()`` is one clock for
+every process on a machine, so a viewer in another process subtracts the stamp from its own
+clock to get the token's trip through the app.
+
+Pacing is scripted with the fake's own public rules (``POST /_fake/rule`` with an empty
+``contains``, one per provider), so it can be changed while the server runs. Each seat of the
+benchmark's debates uses its own provider, which makes a provider's pace its seat's pace.
+
+Run alone: ``python -m bench.fake_providers --port 8765 --pace anthropic=0.5:50``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import httpx
+
+STAMP_PLACEHOLDER = "@@NOW@@"
+STAMPED_TOKEN = f"<@{STAMP_PLACEHOLDER}> "
+STAMP_PATTERN = re.compile(r"<@(\d+\.\d+)>")
+PROVIDERS = ("anthropic", "gemini", "openai")
+
+
+@dataclass(frozen=True)
+class Pace:
+    """How one provider streams: seconds before the first token, then tokens per second."""
+
+    first_token_delay: float = 0.5
+    tokens_per_second: float = 50.0
+
+    @property
+    def token_delay(self) -> float:
+        return 1.0 / self.tokens_per_second if self.tokens_per_second > 0 else 0.0
+
+
+def parse_pace(text: str) -> tuple[str, Pace]:
+    """``provider=first_token_delay:tokens_per_second`` (``all=`` sets every provider)."""
+    name, _, value = text.partition("=")
+    delay, _, rate = value.partition(":")
+    if not name or not delay or not rate:
+        raise argparse.ArgumentTypeError(f"expected provider=delay:rate, got {text!r}")
+    if name != "all" and name not in PROVIDERS:
+        raise argparse.ArgumentTypeError(f"unknown provider {name!r}")
+    return name, Pace(float(delay), float(rate))
+
+
+def paces_from(items: list[tuple[str, Pace]], default: Pace) -> dict[str, Pace]:
+    paces = dict.fromkeys(PROVIDERS, default)
+    for name, pace in items:
+        if name == "all":
+            paces = dict.fromkeys(PROVIDERS, pace)
+        else:
+            paces[name] = pace
+    return paces
+
+
+def stamps_in(text: str) -> list[float]:
+    return [float(match) for match in STAMP_PATTERN.findall(text)]
+
+
+# -- scripting the running fake over HTTP -------------------------------------------------
+
+
+async def script_paces(
+    client: httpx.AsyncClient, base_url: str, paces: dict[str, Pace], tokens: int
+) -> None:
+    """Forget earlier rules and the request log, then pace every provider's replies."""
+    response = await client.post(f"{base_url}/_fake/reset")
+    response.raise_for_status()
+    for provider, pace in paces.items():
+        rule: dict[str, Any] = {
+            "provider": provider,
+            "contains": "",  # every request of this provider
+            "tokens": [STAMPED_TOKEN] * tokens,
+            "first_token_delay": pace.first_token_delay,
+            "token_delay": pace.token_delay,
+        }
+        response = await client.post(f"{base_url}/_fake/rule", json=rule)
+        response.raise_for_status()
+
+
+async def recorded_requests(client: httpx.AsyncClient, base_url: str) -> list[dict[str, Any]]:
+    response = await client.get(f"{base_url}/_fake/requests", timeout=60)
+    response.raise_for_status()
+    requests: list[dict[str, Any]] = response.json()
+    return requests
+
+
+# -- the server process -------------------------------------------------------------------
+
+
+def _stamping(wire: ModuleType) -> Any:
+    """The wire module with ``stream_token`` stamping each token as it is sent."""
+    original = wire.stream_token
+
+    def stream_token(model: str, text: str) -> bytes:
+        if STAMP_PLACEHOLDER in text:
+            text = text.replace(STAMP_PLACEHOLDER, f"{time.monotonic():.6f}")
+        result: bytes = original(model, text)
+        return result
+
+    names = {name: getattr(wire, name) for name in dir(wire) if not name.startswith("__")}
+    return SimpleNamespace(**{**names, "stream_token": stream_token})
+
+
+def serve(host: str, port: int, paces: dict[str, Pace], tokens: int) -> None:
+    # Imported here: only the server process needs the fake (and the repo root on sys.path).
+    from tests.fakes import llm_server
+
+    for name, wire in list(llm_server.WIRES.items()):
+        llm_server.WIRES[name] = _stamping(wire)
+    server = llm_server.FakeLLMServer(host=host, port=port)
+    for provider, pace in paces.items():
+        server.rule(
+            provider=provider,
+            contains="",
+            reply="",
+            tokens=[STAMPED_TOKEN] * tokens,
+            first_token_delay=pace.first_token_delay,
+            token_delay=pace.token_delay,
+        )
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    server.start()
+    print(f"fake providers on {server.url}", flush=True)
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.fake_providers",
+        description="Serve the fake LLM APIs with paced, time-stamped tokens.",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--tokens", type=int, default=100, help="tokens in every reply")
+    parser.add_argument(
+        "--pace",
+        type=parse_pace,
+        action="append",
+        default=[],
+        metavar="PROVIDER=DELAY:RATE",
+        help="first-token delay (s) and tokens/s for a provider (or 'all'); repeatable",
+    )
+    args = parser.parse_args(argv)
+    if args.host != "127.0.0.1":
+        sys.exit("the benchmark's fake only listens on 127.0.0.1")
+    serve(args.host, args.port, paces_from(args.pace, Pace()), args.tokens)
+
+
+if __name__ == "__main__":
+    main()

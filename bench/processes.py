@@ -1,0 +1,143 @@
+"""The benchmark's child processes (the fake providers, the app, a profiler) and what the
+kernel says about them: CPU seconds and resident memory from ``/proc``.
+
+Every child runs in its own process group, is remembered, and is stopped (TERM, then KILL)
+when the benchmark ends, however it ends.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+_children: list[subprocess.Popen[bytes]] = []
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def spawn(
+    args: list[str], *, env: dict[str, str] | None = None, log: Path | None = None
+) -> subprocess.Popen[bytes]:
+    out = open(log, "wb") if log is not None else subprocess.DEVNULL  # noqa: SIM115
+    process = subprocess.Popen(
+        args,
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own group: Ctrl-C reaches us, and we stop it ourselves
+    )
+    _children.append(process)
+    return process
+
+
+def stop(process: subprocess.Popen[bytes], *, grace: float = 5.0) -> None:
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=grace)
+    if process in _children:
+        _children.remove(process)
+
+
+def stop_all() -> None:
+    for process in reversed(list(_children)):
+        stop(process)
+
+
+atexit.register(stop_all)
+
+
+def wait_until_ready(url: str, process: subprocess.Popen[bytes], *, timeout: float = 60) -> None:
+    """Poll ``url`` until it answers 200; fail early if the process died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode}")
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not answer within {timeout:.0f}s")
+
+
+def python(*args: str) -> list[str]:
+    return [sys.executable, *args]
+
+
+# -- /proc ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A process's CPU seconds (user + system) and resident memory (bytes) at one moment."""
+
+    at: float
+    cpu_seconds: float
+    rss_bytes: int
+
+
+def usage(pid: int) -> Usage:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    # Fields after the command name (which may hold spaces) start after the last ')'.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    utime, stime = int(fields[11]), int(fields[12])
+    rss = 0
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            rss = int(line.split()[1]) * 1024
+            break
+    return Usage(time.monotonic(), (utime + stime) / _CLOCK_TICKS, rss)
+
+
+def python_child(pid: int) -> int:
+    """The pid that runs Python under a wrapper such as ``py-spy record -- python …``."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children = (task / "children").read_text().split()
+        if children:
+            return int(children[0])
+    return pid
+
+
+def machine() -> dict[str, str]:
+    cpu = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    mem_kb = 0
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            mem_kb = int(line.split()[1])
+    return {
+        "cpus": str(os.cpu_count()),
+        "cpu_model": cpu,
+        "memory": f"{mem_kb / 1024 / 1024:.1f} GiB",
+        "python": sys.version.split()[0],
+        "load_average_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }

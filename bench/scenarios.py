@@ -1,0 +1,414 @@
+"""The scenarios, each a bounded run against the started stack that returns its figures:
+
+- ``history_page``: ``GET /debates`` over the stored debates, from a few concurrent clients.
+- ``overhead``: one debate alone; its wall time (POST sent → ``end`` received) over the
+  critical path of its provider calls, taken from the fake's own request log (monotonic
+  start/end of every call, ``GET /_fake/requests``).
+- ``load``: N debates at once with M viewers each; token-to-viewer latency, app CPU per
+  1,000 tokens, inside a measuring window after a warm-up; then every debate is cancelled.
+- ``memory``: the app's resident memory per running debate and per viewer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import itertools
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+
+from bench import processes
+from bench.clients import (
+    LoopLag,
+    Samples,
+    ViewResult,
+    cancel_debate,
+    debate_status,
+    start_debate,
+    watch,
+)
+from bench.fake_providers import Pace, recorded_requests, script_paces
+from bench.stack import Stack
+from bench.stats import batches, critical_path, latency_summary, ms, percentile
+
+T = TypeVar("T")
+_topics = itertools.count(1)
+
+
+def _topic(tag: str) -> str:
+    return f"Bench {tag} #{next(_topics)}: is a modular monolith better than microservices?"
+
+
+async def _bounded(limit: int, jobs: list[Callable[[], Awaitable[T]]]) -> list[T | BaseException]:
+    gate = asyncio.Semaphore(limit)
+
+    async def run(job: Callable[[], Awaitable[T]]) -> T:
+        async with gate:
+            return await job()
+
+    return list(await asyncio.gather(*(run(job) for job in jobs), return_exceptions=True))
+
+
+# -- history page --------------------------------------------------------------------------
+
+
+async def history_page(
+    stack: Stack, http: httpx.AsyncClient, *, requests: int, concurrency: int
+) -> dict[str, Any]:
+    url = f"{stack.app_url}/debates"
+    latencies: list[float] = []
+    failures = 0
+    remaining = iter(range(requests))
+
+    async def worker() -> None:
+        nonlocal failures
+        for _ in remaining:
+            started = time.monotonic()
+            response = await http.get(url)
+            latencies.append(time.monotonic() - started)
+            if response.status_code != 200:
+                failures += 1
+
+    for _ in range(min(10, requests)):  # warm the templates and the page cache
+        await http.get(url)
+    before = processes.usage(stack.app_pid)
+    started = time.monotonic()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.monotonic() - started
+    after = processes.usage(stack.app_pid)
+    return {
+        "stored_debates": stack.options.history_debates,
+        "requests": requests,
+        "concurrency": concurrency,
+        "failures": failures,
+        "requests_per_second": round(requests / elapsed, 1),
+        "app_cpu_seconds_per_request": round(
+            (after.cpu_seconds - before.cpu_seconds) / requests, 4
+        ),
+        **latency_summary(latencies),
+    }
+
+
+# -- overhead ------------------------------------------------------------------------------
+
+
+async def overhead(
+    stack: Stack,
+    http: httpx.AsyncClient,
+    *,
+    format: str,
+    rounds: int,
+    paces: dict[str, Pace],
+    tokens: int,
+    limit: float,
+) -> dict[str, Any]:
+    await script_paces(http, stack.fake_url, paces, tokens)
+    samples = Samples()
+    posted = time.monotonic()
+    debate_id = await start_debate(
+        http, stack.app_url, topic=_topic(format), format=format, rounds=rounds
+    )
+    view = await asyncio.wait_for(
+        watch(http, stack.app_url, debate_id, samples, primary=True), limit
+    )
+    if view.ended_at is None:
+        raise RuntimeError(f"{format} {debate_id} did not end: {view.error}")
+    wall = view.ended_at - posted
+    calls = [
+        (float(r["started"]), float(r["ended"]))
+        for r in await recorded_requests(http, stack.fake_url)
+        if r.get("ended") is not None and r["path"] != "/v1/models"
+    ]
+    path = critical_path(calls)
+    debate = await debate_status(http, stack.app_url, debate_id)
+    groups = batches(calls)
+    return {
+        "format": format,
+        "rounds": rounds,
+        "status": debate["status"],
+        "provider_calls": len(calls),
+        "batches": len(groups),
+        "wall_seconds": round(wall, 3),
+        "critical_path_seconds": round(path, 3),
+        "overhead_ratio": round(wall / path, 4) if path else None,
+        "overhead_seconds_per_batch": round((wall - path) / len(groups), 4) if groups else None,
+        "from_post_to_first_call_ms": ms(min(s for s, _ in calls) - posted) if calls else None,
+        "from_last_call_to_end_ms": ms(view.ended_at - max(e for _, e in calls)) if calls else None,
+        # Between one batch's slowest call ending and the next batch's first call starting:
+        # the app's own time per step (saving the turn, planning, opening the next stream).
+        "gaps_between_batches_ms": [
+            ms(min(s for s, _ in nxt) - max(e for _, e in prev))
+            for prev, nxt in itertools.pairwise(groups)
+        ],
+        "app_turn_latency_minus_call_ms": _turn_vs_call(debate["turns"], calls),
+        "token_to_viewer": latency_summary(samples.latencies),
+    }
+
+
+def _turn_vs_call(turns: list[dict[str, Any]], calls: list[tuple[float, float]]) -> float | None:
+    """The runner's own per-turn latency (stream opened → text complete, the API's
+    ``latency_ms``) minus the fake's call duration, on average: what the SDK adds."""
+    if not turns or len(turns) != len(calls):
+        return None
+    app_ms = sum(int(t["latency_ms"]) for t in turns)
+    fake_ms = sum((end - start) * 1000 for start, end in calls)
+    return round((app_ms - fake_ms) / len(turns), 1)
+
+
+# -- many debates at once -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadShape:
+    debates: int
+    viewers: int
+    rounds: int
+    warmup: float
+    window: float
+
+
+class Profiler:
+    """py-spy sampling the app for the measuring window (collapsed stacks, idle excluded)."""
+
+    def __init__(self, pid: int, out: Path, seconds: float) -> None:
+        self.out = out
+        self.process = processes.spawn(
+            [
+                "py-spy",
+                "record",
+                "--pid",
+                str(pid),
+                "--duration",
+                str(max(1, round(seconds))),
+                "--rate",
+                "100",
+                "--format",
+                "raw",
+                "--nonblocking",
+                "--output",
+                str(out),
+            ],
+            log=out.with_suffix(".log"),
+        )
+
+    async def wait(self) -> bool:
+        try:
+            await asyncio.wait_for(asyncio.to_thread(self.process.wait), 60)
+        except TimeoutError:
+            processes.stop(self.process)
+        return self.out.exists()
+
+
+async def load(
+    stack: Stack,
+    http: httpx.AsyncClient,
+    shape: LoadShape,
+    *,
+    paces: dict[str, Pace],
+    tokens: int,
+    profile_to: Path | None = None,
+) -> dict[str, Any]:
+    """Start ``debates`` duels with ``viewers`` each, measure in a window, cancel them all."""
+    await script_paces(http, stack.fake_url, paces, tokens)
+    samples = Samples(open=False)
+    views: list[asyncio.Task[ViewResult]] = []
+    ids: list[str] = []
+
+    # Starts are spread over one provider call, as real debates are not in step with each
+    # other; started together, every turn of every debate would end in the same instant.
+    spread = max(p.first_token_delay + tokens / p.tokens_per_second for p in paces.values())
+    ramp_started = time.monotonic()
+
+    async def begin(index: int) -> None:
+        await asyncio.sleep(ramp_started + spread * index / shape.debates - time.monotonic())
+        debate_id = await start_debate(
+            http, stack.app_url, topic=_topic(f"load{shape.debates}"), rounds=shape.rounds
+        )
+        ids.append(debate_id)
+        for viewer in range(shape.viewers):
+            views.append(
+                asyncio.create_task(
+                    watch(http, stack.app_url, debate_id, samples, primary=viewer == 0)
+                )
+            )
+
+    started = await _bounded(
+        shape.debates, [functools.partial(begin, i) for i in range(shape.debates)]
+    )
+    ramp = time.monotonic() - ramp_started
+    start_errors = [repr(r) for r in started if isinstance(r, BaseException)]
+    await asyncio.sleep(shape.warmup)
+
+    lag = LoopLag()
+    lag.start()
+    probe = asyncio.create_task(_probe(http, f"{stack.app_url}/healthz"))
+    profiler = Profiler(stack.app_pid, profile_to, shape.window) if profile_to else None
+    app0, fake0 = processes.usage(stack.app_pid), processes.usage(stack.fake_pid)
+    samples.open = True
+    await asyncio.sleep(shape.window)
+    samples.open = False
+    app1, fake1 = processes.usage(stack.app_pid), processes.usage(stack.fake_pid)
+    lags = await lag.stop()
+    probe.cancel()
+    probes = (await asyncio.gather(probe, return_exceptions=True))[0]
+    probe_times = probes if isinstance(probes, list) else []
+    profiled = await profiler.wait() if profiler else False
+
+    await _bounded(32, [functools.partial(cancel_debate, http, stack.app_url, d) for d in ids])
+    results = await _finish(views, limit=60)
+    ends = Counter(r.end_status or ("error" if r.error else "open") for r in results)
+    elapsed = app1.at - app0.at
+    tokens_seen = samples.primary_tokens
+    app_cpu = app1.cpu_seconds - app0.cpu_seconds
+    return {
+        "debates": shape.debates,
+        "viewers_per_debate": shape.viewers,
+        "rounds": shape.rounds,
+        "ramp_seconds": round(ramp, 2),
+        "window_seconds": round(elapsed, 2),
+        "start_errors": len(start_errors),
+        "start_error_examples": start_errors[:3],
+        "stream_ends": dict(ends),
+        "token_to_viewer": latency_summary(samples.latencies),
+        "tokens_streamed_in_window": tokens_seen,
+        "tokens_per_second": round(tokens_seen / elapsed, 1) if elapsed else None,
+        "app_cpu_utilisation": round(app_cpu / elapsed, 3) if elapsed else None,
+        "fake_cpu_utilisation": round((fake1.cpu_seconds - fake0.cpu_seconds) / elapsed, 3)
+        if elapsed
+        else None,
+        "app_cpu_seconds_per_1000_tokens": round(app_cpu / tokens_seen * 1000, 4)
+        if tokens_seen
+        else None,
+        "app_rss_mib": round(app1.rss_bytes / 2**20, 1),
+        # GET /healthz every 50 ms during the window: when the app's event loop is blocked
+        # (synchronous work between awaits), this waits too.
+        "app_healthz_p50_ms": ms(percentile(probe_times, 50)),
+        "app_healthz_p99_ms": ms(percentile(probe_times, 99)),
+        "app_healthz_max_ms": ms(max(probe_times) if probe_times else None),
+        "client_loop_lag_p99_ms": ms(percentile(lags, 99)),
+        "client_loop_lag_max_ms": ms(max(lags) if lags else None),
+        "profiled": profiled,
+    }
+
+
+async def _probe(http: httpx.AsyncClient, url: str) -> list[float]:
+    times: list[float] = []
+    try:
+        while True:
+            started = time.monotonic()
+            with contextlib.suppress(httpx.HTTPError):
+                await http.get(url)
+            times.append(time.monotonic() - started)
+            await asyncio.sleep(0.05)
+    except asyncio.CancelledError:
+        return times
+
+
+async def _finish(tasks: list[asyncio.Task[T]], *, limit: float) -> list[T]:
+    if not tasks:
+        return []
+    _done, pending = await asyncio.wait(tasks, timeout=limit)
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+    return [t.result() for t in tasks if t.done() and not t.cancelled() and not t.exception()]
+
+
+async def app_idle(stack: Stack, http: httpx.AsyncClient, *, limit: float = 60) -> bool:
+    """Until the app has no queued or running debate (cancelled ones wind down)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        busy = 0
+        for status in ("running", "queued"):
+            page = await http.get(f"{stack.app_url}/api/debates", params={"status": status})
+            busy += int(page.json()["total"])
+        if not busy:
+            return True
+        await asyncio.sleep(0.5)
+    return False
+
+
+# -- memory ----------------------------------------------------------------------------------
+
+
+async def memory(
+    stack: Stack,
+    http: httpx.AsyncClient,
+    *,
+    debates: int,
+    viewers: int,
+    tokens: int,
+    limit: float,
+) -> dict[str, Any]:
+    """RSS with nothing running, with ``debates`` waiting on their first token (every
+    provider call open), and with ``viewers`` connected to each."""
+    hold = dict.fromkeys(stack.options.paces, Pace(first_token_delay=limit * 3))
+    await script_paces(http, stack.fake_url, hold, tokens)
+    await asyncio.sleep(1)
+    idle = processes.usage(stack.app_pid)
+    ids = [
+        r
+        for r in await _bounded(
+            32,
+            [lambda: start_debate(http, stack.app_url, topic=_topic("memory"))] * debates,
+        )
+        if isinstance(r, str)
+    ]
+    calls_open = await _wait_for_calls(stack, http, 2 * len(ids), limit)
+    await asyncio.sleep(1)
+    running = processes.usage(stack.app_pid)
+    samples = Samples(open=False)
+    connected: list[asyncio.Event] = []
+    views: list[asyncio.Task[ViewResult]] = []
+    for debate_id in ids:
+        for _ in range(viewers):
+            event = asyncio.Event()
+            connected.append(event)
+            views.append(
+                asyncio.create_task(
+                    watch(http, stack.app_url, debate_id, samples, primary=False, first_event=event)
+                )
+            )
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.gather(*(e.wait() for e in connected)), limit)
+    await asyncio.sleep(1)
+    watched = processes.usage(stack.app_pid)
+    await _bounded(32, [functools.partial(cancel_debate, http, stack.app_url, d) for d in ids])
+    await _finish(views, limit=30)
+    n_viewers = sum(e.is_set() for e in connected)
+    return {
+        "debates": len(ids),
+        "provider_calls_open": calls_open,
+        "viewers": n_viewers,
+        "rss_idle_mib": round(idle.rss_bytes / 2**20, 1),
+        "rss_running_mib": round(running.rss_bytes / 2**20, 1),
+        "rss_watched_mib": round(watched.rss_bytes / 2**20, 1),
+        "kib_per_running_debate": round((running.rss_bytes - idle.rss_bytes) / 1024 / len(ids), 1)
+        if ids
+        else None,
+        "kib_per_viewer": round((watched.rss_bytes - running.rss_bytes) / 1024 / n_viewers, 1)
+        if n_viewers
+        else None,
+    }
+
+
+async def _wait_for_calls(stack: Stack, http: httpx.AsyncClient, count: int, limit: float) -> int:
+    deadline = time.monotonic() + limit
+    seen = 0
+    while time.monotonic() < deadline:
+        seen = sum(
+            1
+            for r in await recorded_requests(http, stack.fake_url)
+            if r["path"] != "/v1/models" and r.get("ended") is None
+        )
+        if seen >= count:
+            break
+        await asyncio.sleep(0.5)
+    return seen

@@ -1,0 +1,117 @@
+"""The system under test: the fake providers and the real app (uvicorn serving
+``app.web.app:create_app``), each in its own process, over a fresh data folder.
+
+The app is configured only through its environment, as a deployment would be: the data
+folder, the providers' base URLs pointing at the fake, dummy keys, no concurrency cap that
+the benchmark would hit, and retry/stall settings that fail fast instead of hiding trouble.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench import processes
+from bench.fake_providers import Pace
+
+
+@dataclass(frozen=True)
+class StackOptions:
+    paces: dict[str, Pace]
+    tokens: int
+    history_debates: int
+    keep_home: bool = False
+    access_log: bool = False
+
+
+@dataclass
+class Stack:
+    options: StackOptions
+    home: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="argue-bench-")))
+    fake_url: str = ""
+    app_url: str = ""
+    fake_pid: int = 0
+    app_pid: int = 0
+    seed_seconds: float = 0.0
+
+    def start(self) -> None:
+        from bench.seed import seed_history  # imports the app's database layer
+
+        started = time.monotonic()
+        seed_history(self.home, count=self.options.history_debates)
+        self.seed_seconds = time.monotonic() - started
+        self._start_fake()
+        self._start_app()
+
+    def _start_fake(self) -> None:
+        port = processes.free_port()
+        args = processes.python(
+            "-m", "bench.fake_providers", "--port", str(port), "--tokens", str(self.options.tokens)
+        )
+        for provider, pace in self.options.paces.items():
+            args += ["--pace", f"{provider}={pace.first_token_delay}:{pace.tokens_per_second}"]
+        process = processes.spawn(args, log=self.home / "fake.log")
+        self.fake_url = f"http://{processes.HOST}:{port}"
+        processes.wait_until_ready(f"{self.fake_url}/_fake/requests", process)
+        self.fake_pid = process.pid
+
+    def _start_app(self) -> None:
+        port = processes.free_port()
+        args = processes.python(
+            "-m",
+            "uvicorn",
+            "--factory",
+            "app.web.app:create_app",
+            "--host",
+            processes.HOST,
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--timeout-graceful-shutdown",
+            "3",
+        )
+        if not self.options.access_log:
+            args.append("--no-access-log")
+        process = processes.spawn(args, env=self.app_env(), log=self.home / "app.log")
+        self.app_url = f"http://{processes.HOST}:{port}"
+        processes.wait_until_ready(f"{self.app_url}/healthz", process)
+        self.app_pid = process.pid
+
+    def app_env(self) -> dict[str, str]:
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("ARGUE_", "ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_"))
+        }
+        env.update(
+            ARGUE_HOME=str(self.home),
+            ANTHROPIC_BASE_URL=self.fake_url,
+            OPENAI_BASE_URL=f"{self.fake_url}/v1",
+            GOOGLE_GEMINI_BASE_URL=self.fake_url,
+            ANTHROPIC_API_KEY="bench-dummy-key",
+            OPENAI_API_KEY="bench-dummy-key",
+            GEMINI_API_KEY="bench-dummy-key",
+            ARGUE_MAX_CONCURRENT_DEBATES="100000",
+            ARGUE_RETRY_MAX_ATTEMPTS="2",
+            ARGUE_RETRY_BASE_DELAY="0.5",
+            ARGUE_STALL_TIMEOUT="30",
+            ARGUE_REQUEST_TIMEOUT="300",
+            PYTHONUNBUFFERED="1",
+        )
+        return env
+
+    def app_log_tail(self, lines: int = 20) -> str:
+        path = self.home / "app.log"
+        if not path.exists():
+            return ""
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self) -> None:
+        processes.stop_all()
+        if not self.options.keep_home:
+            shutil.rmtree(self.home, ignore_errors=True)
