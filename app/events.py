@@ -17,11 +17,13 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
 TERMINAL_EVENT = "end"
+HOUSEKEEPING_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -31,10 +33,18 @@ class Event:
     debate_id: str
     type: str
     data: dict[str, Any]
+    # Encodings of this event (JSON, an HTML fragment …), made once and shared by every
+    # viewer instead of once per viewer.
+    encodings: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def id(self) -> str:
         return f"{self.epoch}-{self.seq}"
+
+    def encoded(self, kind: str, make: Callable[[Event], Any]) -> Any:
+        if kind not in self.encodings:
+            self.encodings[kind] = make(self)
+        return self.encodings[kind]
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,19 @@ def parse_event_id(raw: str | None) -> ParsedId | None:
     return ParsedId(epoch=epoch, seq=int(seq))
 
 
+def _drain(queue: asyncio.Queue[Event | None], first: Event | None) -> tuple[list[Event], bool]:
+    """The first item and all that is already waiting; True once the end marker is seen."""
+    batch: list[Event] = []
+    item = first
+    while True:
+        if item is None:
+            return batch, True
+        batch.append(item)
+        if queue.empty():
+            return batch, False
+        item = queue.get_nowait()
+
+
 class StaleEventId(Exception):
     """The client's last event id belongs to an earlier process: it must reload."""
 
@@ -95,6 +118,7 @@ class EventHub:
         self._queue_size = queue_size
         self._keep_ended = keep_ended_seconds
         self._channels: dict[str, _Channel] = {}
+        self._next_housekeeping = 0.0
 
     # -- publishing ---------------------------------------------------------------------
 
@@ -111,7 +135,8 @@ class EventHub:
         if type == TERMINAL_EVENT:
             for subscriber in list(channel.subscribers):
                 self._offer(channel, subscriber, None)
-        self._forget_old_channels()
+        if time.monotonic() >= self._next_housekeeping:
+            self._forget_old_channels()
         return event
 
     def _offer(self, channel: _Channel, subscriber: _Subscriber, item: Event | None) -> None:
@@ -168,6 +193,17 @@ class EventHub:
     ) -> AsyncIterator[Event]:
         """Events after ``last_event_id`` (all of this process's when None), then live ones,
         until the debate's terminal event. Raises ``StaleEventId`` for another epoch's id."""
+        batches = self.subscribe_batches(debate_id, last_event_id=last_event_id)
+        async with aclosing(batches):
+            async for batch in batches:
+                for event in batch:
+                    yield event
+
+    async def subscribe_batches(
+        self, debate_id: str, *, last_event_id: str | None = None
+    ) -> AsyncGenerator[list[Event], None]:
+        """As ``subscribe``, but each wake-up yields everything pending at once, so a stream
+        can send it in one write instead of one per event."""
         parsed = parse_event_id(last_event_id)
         if parsed is not None and parsed.epoch != self.epoch:
             raise StaleEventId(last_event_id)
@@ -180,15 +216,16 @@ class EventHub:
         if not ended:
             channel.subscribers.append(subscriber)
         try:
-            for event in backlog:
-                yield event
+            if backlog:
+                yield backlog
             if ended:
                 return
             while True:
-                item = await subscriber.queue.get()
-                if item is None:
+                batch, finished = _drain(subscriber.queue, await subscriber.queue.get())
+                if batch:
+                    yield batch
+                if finished:
                     return
-                yield item
         finally:
             if subscriber in channel.subscribers:
                 channel.subscribers.remove(subscriber)
@@ -207,6 +244,8 @@ class EventHub:
 
     def _forget_old_channels(self) -> None:
         now = time.monotonic()
+        # Scanning every channel on every publish would cost more as debates accumulate.
+        self._next_housekeeping = now + HOUSEKEEPING_SECONDS
         stale = [
             debate_id
             for debate_id, channel in self._channels.items()

@@ -17,16 +17,15 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from app import store
 from app.config import Settings
-from app.db import session_scope
 from app.events import EventHub
 from app.formats import Format, get_format
+from app.ledger import Ledger, TurnRecord
 from app.models import utcnow
 from app.providers.base import (
     ErrorKind,
@@ -76,49 +75,42 @@ class Runner:
     settings: Settings
     sleep: Sleep = asyncio.sleep
 
+    def __post_init__(self) -> None:
+        self._ledger = Ledger(self.engine)
+
     async def run(self, debate_id: str) -> RunResult:
-        spec, done, budget = self._begin(debate_id)
+        begun = await asyncio.to_thread(self._ledger.start, debate_id)
+        self.hub.publish(debate_id, "status", {"status": "running"})
+        spec, done, budget = begun.spec, begun.done, begun.token_budget
         fmt = get_format(spec.format)
         try:
             while plans := fmt.plan(spec, done):
-                self._check_still_running(debate_id)
-                if (reason := self._budget_exceeded(debate_id, budget)) is not None:
-                    return self._finish(debate_id, "failed", None, reason)
+                await self._check_still_running(debate_id)
+                if (reason := await self._budget_exceeded(debate_id, budget)) is not None:
+                    return await self._finish(debate_id, "failed", None, reason)
                 done += await self._run_batch(debate_id, spec, fmt, plans)
         except DebateStopped:
             self.hub.publish(debate_id, "end", {"status": "cancelled"})
             return RunResult("cancelled")
         except TurnFailed as failure:
             reason = f"{failure.plan.key} failed: {failure.error}"
-            return self._finish(debate_id, "failed", None, reason)
+            return await self._finish(debate_id, "failed", None, reason)
         except asyncio.CancelledError:
             self._on_cancelled(debate_id)
             raise
-        return self._complete(debate_id, fmt.outcome(spec, done))
+        return await self._complete(debate_id, fmt.outcome(spec, done))
 
     # -- steps --------------------------------------------------------------------------
 
-    def _begin(self, debate_id: str) -> tuple[DebateSpec, tuple[CompletedTurn, ...], int | None]:
-        with session_scope(self.engine) as session:
-            debate = store.set_status(session, debate_id=debate_id, status="running")
-            spec = store.debate_spec(debate)
-            done = store.completed_turns(session, debate_id=debate_id)
-            budget = debate.token_budget
-        self.hub.publish(debate_id, "status", {"status": "running"})
-        return spec, done, budget
-
-    def _check_still_running(self, debate_id: str) -> None:
-        with session_scope(self.engine) as session:
-            status = store.debate_status(session, debate_id=debate_id)
+    async def _check_still_running(self, debate_id: str) -> None:
+        status = await asyncio.to_thread(self._ledger.status, debate_id)
         if status != "running":
             raise DebateStopped(status)
 
-    def _budget_exceeded(self, debate_id: str, budget: int | None) -> str | None:
+    async def _budget_exceeded(self, debate_id: str, budget: int | None) -> str | None:
         if budget is None:
             return None
-        with session_scope(self.engine) as session:
-            debate = store.get_debate(session, debate_id=debate_id)
-            used = (debate.input_tokens + debate.output_tokens) if debate else 0
+        used = await asyncio.to_thread(self._ledger.tokens_used, debate_id)
         if used >= budget:
             return f"token budget reached: {used} of {budget} tokens used"
         return None
@@ -194,7 +186,7 @@ class Runner:
                     usage = event.usage
         except ProviderError as error:
             streamed.flush()
-            self._save_failed(debate_id, plan, info, error, started, attempts, streamed.text)
+            await self._save_failed(debate_id, info, error, started, attempts, streamed.text)
             raise TurnFailed(plan, error) from error
         except BaseException:
             streamed.discard()
@@ -203,38 +195,29 @@ class Runner:
         text = streamed.text
         verdict = fmt.verdict(plan, text)
         latency = time.monotonic() - clock
-        with session_scope(self.engine) as session:
-            turn = store.record_turn(
-                session,
-                debate_id=debate_id,
-                key=plan.key,
-                role=plan.role,
-                label=seat.label,
-                provider=seat.provider,
-                model=model,
-                phase=plan.phase,
-                round=plan.round,
-                status="completed",
-                text=text,
-                verdict=verdict,
-                error_kind=None,
-                error_message=None,
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                usage_estimated=usage.estimated,
-                attempts=attempts,
-                started_at=started,
-                finished_at=_after(started, latency),
-            )
-            turn_id = turn.id
-            debate = store.get_debate(session, debate_id=debate_id)
-            totals = (debate.input_tokens, debate.output_tokens) if debate else (0, 0)
+        record = TurnRecord(
+            **_identity(info),
+            status="completed",
+            text=text,
+            verdict=verdict,
+            error_kind=None,
+            error_message=None,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            usage_estimated=usage.estimated,
+            attempts=attempts,
+            started_at=started,
+            finished_at=started + timedelta(seconds=latency),
+        )
+        saved = await asyncio.to_thread(self._ledger.save_turn, debate_id, record)
+        # Announced only now that it is committed: a viewer never sees what the database
+        # does not have.
         self.hub.publish(
             debate_id,
             "turn_completed",
             {
                 **info,
-                "turn_id": turn_id,
+                "turn_id": saved.turn_id,
                 "input_tokens": usage.input_tokens,
                 "output_tokens": usage.output_tokens,
                 "latency_ms": int(latency * 1000),
@@ -242,7 +225,9 @@ class Runner:
             },
         )
         self.hub.publish(
-            debate_id, "usage", {"input_tokens": totals[0], "output_tokens": totals[1]}
+            debate_id,
+            "usage",
+            {"input_tokens": saved.input_tokens, "output_tokens": saved.output_tokens},
         )
         return CompletedTurn(
             key=plan.key,
@@ -264,68 +249,59 @@ class Runner:
             )
         return provider
 
-    def _save_failed(
+    async def _save_failed(
         self,
         debate_id: str,
-        plan: TurnPlan,
         info: dict[str, Any],
         error: ProviderError,
         started: datetime,
         attempts: int,
         partial_text: str,
     ) -> None:
-        with session_scope(self.engine) as session:
-            turn = store.record_turn(
-                session,
-                debate_id=debate_id,
-                key=plan.key,
-                role=plan.role,
-                label=str(info["label"]),
-                provider=str(info["provider"]),
-                model=str(info["model"]),
-                phase=plan.phase,
-                round=plan.round,
-                status="failed",
-                text=partial_text,
-                verdict=None,
-                error_kind=error.kind.value,
-                error_message=error.message,
-                input_tokens=0,
-                output_tokens=0,
-                usage_estimated=True,
-                attempts=attempts,
-                started_at=started,
-                finished_at=utcnow(),
-            )
-            turn_id = turn.id
+        record = TurnRecord(
+            **_identity(info),
+            status="failed",
+            text=partial_text,
+            verdict=None,
+            error_kind=error.kind.value,
+            error_message=error.message,
+            input_tokens=0,
+            output_tokens=0,
+            usage_estimated=True,
+            attempts=attempts,
+            started_at=started,
+            finished_at=utcnow(),
+        )
+        saved = await asyncio.to_thread(self._ledger.save_turn, debate_id, record)
         self.hub.publish(
             debate_id,
             "turn_failed",
             {
                 **info,
-                "turn_id": turn_id,
+                "turn_id": saved.turn_id,
                 "error_kind": error.kind.value,
                 "error_status": error.status,
                 "error_message": error.message,
             },
         )
 
-    def _finish(self, debate_id: str, status: str, outcome: Any, reason: str | None) -> RunResult:
-        with session_scope(self.engine) as session:
-            store.finish_debate(
-                session, debate_id=debate_id, status=status, outcome=outcome, reason=reason
-            )
+    async def _finish(
+        self, debate_id: str, status: str, outcome: Outcome | None, reason: str | None
+    ) -> RunResult:
+        await asyncio.to_thread(
+            self._ledger.finish, debate_id, status=status, outcome=outcome, reason=reason
+        )
         self.hub.publish(debate_id, "end", {"status": status, "reason": reason})
         return RunResult(status, reason)
 
-    def _complete(self, debate_id: str, outcome: Outcome) -> RunResult:
-        with session_scope(self.engine) as session:
-            store.finish_debate(
-                session, debate_id=debate_id, status="completed", outcome=outcome, reason=None
-            )
+    async def _complete(self, debate_id: str, outcome: Outcome) -> RunResult:
+        await asyncio.to_thread(
+            self._ledger.finish, debate_id, status="completed", outcome=outcome, reason=None
+        )
         files_error = None
         try:
-            write_debate_files(
+            await asyncio.to_thread(
+                write_debate_files,
                 self.engine,
                 debate_id=debate_id,
                 data_dir=self.settings.data_dir,
@@ -342,10 +318,9 @@ class Runner:
 
     def _on_cancelled(self, debate_id: str) -> None:
         """The task was cancelled: by a cancel request (status already says so) or by a
-        shutdown (status stays ``running`` so the next start resumes it)."""
-        with session_scope(self.engine) as session:
-            status = store.debate_status(session, debate_id=debate_id)
-        if status == "cancelled":
+        shutdown (status stays ``running`` so the next start resumes it). Synchronous: a
+        cancelled task must not await again before it re-raises."""
+        if self._ledger.status(debate_id) == "cancelled":
             self.hub.publish(debate_id, "end", {"status": "cancelled"})
 
 
@@ -408,7 +383,7 @@ def _retry_info(key: str, event: Retrying) -> dict[str, Any]:
     }
 
 
-def _after(started: datetime, seconds: float) -> datetime:
-    from datetime import timedelta
-
-    return started + timedelta(seconds=seconds)
+def _identity(info: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a turn's started-event that a saved record repeats."""
+    keys = ("key", "role", "label", "provider", "model", "phase", "round")
+    return {key: info[key] for key in keys}

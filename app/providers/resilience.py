@@ -98,7 +98,9 @@ async def guard_stalls(
     try:
         while True:
             try:
-                event = await asyncio.wait_for(anext(stream), stall_after)
+                # A timeout scope, not wait_for: no Task per chunk on the hottest path.
+                async with asyncio.timeout(stall_after):
+                    event = await anext(stream)
             except StopAsyncIteration:
                 return
             except TimeoutError:

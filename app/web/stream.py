@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, HTTPException, Query
 from jinja2 import Environment
@@ -70,9 +70,10 @@ def _debate_status(engine: Engine, debate_id: str) -> str:
 
 def _subscribe(
     hub: EventHub, debate_id: str, last_event_id: str | None
-) -> AsyncGenerator[Event, None]:
-    # The hub's subscribe is an async generator; closing it promptly unsubscribes.
-    return cast(AsyncGenerator[Event, None], hub.subscribe(debate_id, last_event_id=last_event_id))
+) -> AsyncGenerator[list[Event], None]:
+    # Batches: everything pending goes out in one write. The hub's generator unsubscribes
+    # as soon as it is closed.
+    return hub.subscribe_batches(debate_id, last_event_id=last_event_id)
 
 
 def _finished_elsewhere(hub: EventHub, status: str, debate_id: str) -> bool:
@@ -113,16 +114,17 @@ async def page_events(
     *,
     status: str,
     last_event_id: str | None,
-) -> AsyncIterator[ServerSentEvent]:
+) -> AsyncIterator[ServerSentEvent | bytes]:
     if _finished_elsewhere(hub, status, debate_id):
         yield ServerSentEvent(data=fragments.final_body(), event="end")
         return
     try:
-        async with aclosing(_subscribe(hub, debate_id, last_event_id)) as events:
-            async for event in events:
-                message = fragments.for_event(event)
-                if message is not None:
-                    yield message
+        async with aclosing(_subscribe(hub, debate_id, last_event_id)) as batches:
+            async for batch in batches:
+                # Every viewer of a debate gets the same bytes for an event: render once.
+                chunk = b"".join(event.encoded("page", fragments.encode) for event in batch)
+                if chunk:
+                    yield chunk
     except StaleEventId:
         yield ServerSentEvent(data="stale", event="reload")
 
@@ -138,6 +140,10 @@ class Fragments:
 
     def render(self, template: str, **context: Any) -> str:
         return self._env.get_template(template).render(**context)
+
+    def encode(self, event: Event) -> bytes:
+        message = self.for_event(event)
+        return message.encode() if message is not None else b""
 
     def for_event(self, event: Event) -> ServerSentEvent | None:
         handler = getattr(self, f"_on_{event.type}", None)
@@ -289,7 +295,7 @@ async def json_events(
     *,
     status: str,
     last_event_id: str | None,
-) -> AsyncIterator[ServerSentEvent]:
+) -> AsyncIterator[ServerSentEvent | bytes]:
     if _finished_elsewhere(hub, status, debate_id):
         with session_scope(engine) as session:
             debate = store.get_debate(session, debate_id=debate_id)
@@ -297,19 +303,27 @@ async def json_events(
         yield ServerSentEvent(data=json.dumps({"status": status, "reason": reason}), event="end")
         return
     try:
-        async with aclosing(_subscribe(hub, debate_id, last_event_id)) as events:
-            async for event in events:
-                yield json_event(event)
+        async with aclosing(_subscribe(hub, debate_id, last_event_id)) as batches:
+            async for batch in batches:
+                yield json_chunk(batch)
         return
     except StaleEventId:
         yield ServerSentEvent(
             data=json.dumps({"reason": "the event id is from an earlier server process"}),
             event="reload",
         )
-    async with aclosing(_subscribe(hub, debate_id, None)) as events:
-        async for event in events:
-            yield json_event(event)
+    async with aclosing(_subscribe(hub, debate_id, None)) as batches:
+        async for batch in batches:
+            yield json_chunk(batch)
+
+
+def json_chunk(batch: list[Event]) -> bytes:
+    return b"".join(event.encoded("json", _encode_json) for event in batch)
 
 
 def json_event(event: Event) -> ServerSentEvent:
     return ServerSentEvent(data=json.dumps(event.data), event=event.type, id=event.id)
+
+
+def _encode_json(event: Event) -> bytes:
+    return json_event(event).encode()

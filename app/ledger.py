@@ -1,0 +1,116 @@
+"""The runner's database work: short synchronous transactions, each run in a worker thread
+(``asyncio.to_thread``) so the event loop that streams every debate never waits on SQLite.
+
+One method per thing the runner needs to know or record; each is one unit of work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from app import store
+from app.db import session_scope
+from app.spec import CompletedTurn, DebateSpec, Outcome
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """A finished turn, completed or failed, as it is saved."""
+
+    key: str
+    role: str
+    label: str
+    provider: str
+    model: str
+    phase: str
+    round: int
+    status: str
+    text: str
+    verdict: dict[str, Any] | None
+    error_kind: str | None
+    error_message: str | None
+    input_tokens: int
+    output_tokens: int
+    usage_estimated: bool
+    attempts: int
+    started_at: datetime
+    finished_at: datetime
+
+
+@dataclass(frozen=True)
+class Saved:
+    turn_id: int | None
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class Start:
+    spec: DebateSpec
+    done: tuple[CompletedTurn, ...]
+    token_budget: int | None
+
+
+class Ledger:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def start(self, debate_id: str) -> Start:
+        """Mark the debate running; what it asked for and what is already done."""
+        with session_scope(self.engine) as session:
+            debate = store.set_status(session, debate_id=debate_id, status="running")
+            return Start(
+                spec=store.debate_spec(debate),
+                done=store.completed_turns(session, debate_id=debate_id),
+                token_budget=debate.token_budget,
+            )
+
+    def status(self, debate_id: str) -> str | None:
+        with session_scope(self.engine) as session:
+            return store.debate_status(session, debate_id=debate_id)
+
+    def tokens_used(self, debate_id: str) -> int:
+        with session_scope(self.engine) as session:
+            debate = store.get_debate(session, debate_id=debate_id)
+            return (debate.input_tokens + debate.output_tokens) if debate else 0
+
+    def save_turn(self, debate_id: str, record: TurnRecord) -> Saved:
+        """Commit the turn; the debate's token totals after it."""
+        with session_scope(self.engine) as session:
+            turn = store.record_turn(
+                session,
+                debate_id=debate_id,
+                key=record.key,
+                role=record.role,
+                label=record.label,
+                provider=record.provider,
+                model=record.model,
+                phase=record.phase,
+                round=record.round,
+                status=record.status,
+                text=record.text,
+                verdict=record.verdict,
+                error_kind=record.error_kind,
+                error_message=record.error_message,
+                input_tokens=record.input_tokens,
+                output_tokens=record.output_tokens,
+                usage_estimated=record.usage_estimated,
+                attempts=record.attempts,
+                started_at=record.started_at,
+                finished_at=record.finished_at,
+            )
+            debate = store.get_debate(session, debate_id=debate_id)
+            totals = (debate.input_tokens, debate.output_tokens) if debate else (0, 0)
+            return Saved(turn_id=turn.id, input_tokens=totals[0], output_tokens=totals[1])
+
+    def finish(
+        self, debate_id: str, *, status: str, outcome: Outcome | None, reason: str | None
+    ) -> None:
+        with session_scope(self.engine) as session:
+            store.finish_debate(
+                session, debate_id=debate_id, status=status, outcome=outcome, reason=reason
+            )
