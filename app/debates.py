@@ -6,10 +6,12 @@ The request's field names are the ones the form and the JSON API use.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from sqlalchemy.engine import Engine
 
 from app import store
@@ -20,26 +22,89 @@ from app.formats import get_format
 from app.models import Debate
 from app.providers.base import ProviderStatus
 from app.providers.registry import PROVIDER_NAMES, resolve_seat
-from app.spec import ContextFile, DebateSpec, FormatName, Seat, SeedTool, TopicType
+from app.spec import FORMATS, ContextFile, DebateSpec, FormatName, Seat, SeedTool, TopicType
 
 MAX_TOPIC_CHARS = 2000
 MAX_CONTEXT_FILES = 10
 MAX_CONTEXT_FILE_BYTES = 200_000
+MAX_CONTEXT_NAME_CHARS = 255
 MAX_MODEL_CHARS = 128
+MIN_ROUNDS = 1
+MAX_ROUNDS = 8
+# More than any format has roles (a panel has nine); the rest is refused by role name.
+MAX_SEATS = 16
+
+# C0 and C1 control characters other than tab and newline, and lone UTF-16 surrogates (JSON
+# can carry them as escapes; they cannot be stored or sent as UTF-8).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# What makes a context file "not text": a NUL byte, or a surrogate (not UTF-8 at all).
+_NOT_TEXT = re.compile(r"[\x00\ud800-\udfff]")
+
+
+def plain_text(value: str, *, what: str) -> str:
+    """``value`` with line ends made ``\\n``; refused when it holds any other control
+    character (or a lone surrogate), which no person types and no page can show."""
+    value = value.replace("\r\n", "\n").replace("\r", "\n")
+    found = _CONTROL.search(value)
+    if found:
+        raise ValueError(
+            f"{what} has a control character (U+{ord(found.group()):04X}); "
+            "only ordinary text, newlines and tabs are allowed"
+        )
+    return value
+
+
+def _model_name(value: str | None) -> str | None:
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    if any(ch.isspace() or not ch.isprintable() for ch in value):
+        raise ValueError("a model name has no spaces or control characters")
+    return value
 
 
 class ContextUpload(BaseModel):
+    """A context file sent with the request: its name and its text (UTF-8, no NUL)."""
+
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=255)
-    text: str = Field(max_length=MAX_CONTEXT_FILE_BYTES)
+    name: str = Field(min_length=1, max_length=MAX_CONTEXT_NAME_CHARS)
+    text: str = Field(
+        max_length=MAX_CONTEXT_FILE_BYTES,
+        description=f"The file's text: UTF-8, at most {MAX_CONTEXT_FILE_BYTES:,} bytes.",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("a context file needs a name")
+        if "\n" in value or "\t" in value:
+            raise ValueError("a file name is one line")
+        return plain_text(value, what="the file name")
+
+    @field_validator("text")
+    @classmethod
+    def _text_only(cls, value: str, info: ValidationInfo) -> str:
+        name = info.data.get("name", "the file")
+        if _NOT_TEXT.search(value):
+            raise ValueError(f"{name} is not a text file")
+        size = len(value.encode("utf-8"))
+        if size > MAX_CONTEXT_FILE_BYTES:
+            raise ValueError(
+                f"{name} is larger than {MAX_CONTEXT_FILE_BYTES // 1000} kB ({size:,} bytes)"
+            )
+        return value
 
 
 class SeatChoice(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     provider: str = Field(min_length=1, max_length=32)
-    model: str | None = Field(default=None, max_length=MAX_MODEL_CHARS)
+    model: str | None = Field(
+        default=None, max_length=MAX_MODEL_CHARS, description="None: the provider's default."
+    )
 
     @field_validator("provider")
     @classmethod
@@ -53,12 +118,7 @@ class SeatChoice(BaseModel):
     @field_validator("model")
     @classmethod
     def _plain_model_name(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        value = value.strip()
-        if any(ch.isspace() or not ch.isprintable() for ch in value):
-            raise ValueError("a model name has no spaces or control characters")
-        return value
+        return _model_name(value)
 
 
 class DebateRequest(BaseModel):
@@ -66,11 +126,19 @@ class DebateRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    topic: str = Field(min_length=1, max_length=MAX_TOPIC_CHARS)
+    topic: str = Field(
+        min_length=1,
+        max_length=MAX_TOPIC_CHARS,
+        description="The question. Newlines and tabs are kept; other control characters refused.",
+    )
     format: FormatName = "duel"
     topic_type: TopicType = "general"
-    rounds: int = Field(default=4, ge=1, le=8)
-    seats: dict[str, SeatChoice] = Field(default_factory=dict)
+    rounds: int = Field(default=4, ge=MIN_ROUNDS, le=MAX_ROUNDS)
+    seats: dict[str, SeatChoice] = Field(
+        default_factory=dict,
+        max_length=MAX_SEATS,
+        description="Role to provider, for roles of the chosen format; others keep defaults.",
+    )
     seed: SeedTool | None = None
     model: str | None = Field(
         default=None, max_length=MAX_MODEL_CHARS, description="Overrides the Gemini seat's model."
@@ -81,10 +149,40 @@ class DebateRequest(BaseModel):
     @field_validator("topic")
     @classmethod
     def _topic_has_words(cls, value: str) -> str:
-        value = value.strip()
+        value = plain_text(value, what="the topic").strip()
         if not value:
             raise ValueError("the topic is empty")
         return value
+
+    @field_validator("rounds", mode="before")
+    @classmethod
+    def _rounds_not_a_flag(cls, value: Any) -> Any:
+        # Lax mode reads true as 1; a flag where a count belongs is a mistake, not a request.
+        if isinstance(value, bool):
+            raise ValueError(f"rounds is a whole number from {MIN_ROUNDS} to {MAX_ROUNDS}")
+        return value
+
+    @field_validator("seats")
+    @classmethod
+    def _roles_of_the_format(
+        cls, value: dict[str, SeatChoice], info: ValidationInfo
+    ) -> dict[str, SeatChoice]:
+        chosen = info.data.get("format")
+        if chosen in FORMATS:
+            roles = {seat.role for seat in get_format(chosen).default_seats()}
+            unknown = sorted(set(value) - roles)
+            if unknown:
+                raise ValueError(seat_error_message(chosen, unknown, roles))
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _plain_model_name(cls, value: str | None) -> str | None:
+        return _model_name(value)
+
+
+def seat_error_message(format: str, unknown: Sequence[str], roles: set[str]) -> str:
+    return f"{format} has no seat {', '.join(unknown)}; its seats are {', '.join(sorted(roles))}"
 
 
 @dataclass(frozen=True)
@@ -139,10 +237,7 @@ def _seats(
     roles = {seat.role for seat in defaults}
     unknown = sorted(set(request.seats) - roles)
     if unknown:
-        raise SeatError(
-            f"{request.format} has no seat {', '.join(unknown)}; its seats are "
-            f"{', '.join(sorted(roles))}"
-        )
+        raise SeatError(seat_error_message(request.format, unknown, roles))
     seats: list[Seat] = []
     notes: list[str] = []
     for default in defaults:

@@ -1,14 +1,24 @@
 """The JSON API: start, list, read, cancel and resume debates. Every answer has a response
 model, so the OpenAPI schema (``/openapi.json``, ``/docs``) describes it. The events stream
-is in ``app.web.stream``."""
+is in ``app.web.stream``.
+
+Bad input is answered 422 with pydantic-style details (``loc`` names the field), never 500:
+the API's routes render those details themselves (``ValidationErrorsRoute``), so an echoed
+input that cannot be encoded (a lone surrogate from a JSON escape) or is huge stays harmless.
+"""
 
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, HTTPException, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
 
 from app import debates, store
@@ -18,9 +28,56 @@ from app.models import Debate, Turn
 from app.spec import FormatName
 from app.web.deps import EngineDep, JobsDep, SessionDep, SettingsDep, StatusesDep
 
-router = APIRouter(prefix="/api", tags=["api"])
-
 PER_PAGE = 20
+# Echoed inputs are cut to this many characters: a refused 1 MB topic is not sent back whole.
+MAX_ECHO_CHARS = 200
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def safe_detail(value: Any) -> Any:
+    """``value`` (validation details) as plain JSON values that always encode as UTF-8:
+    lone surrogates become U+FFFD, long strings are cut, exceptions become their message."""
+    if isinstance(value, str):
+        value = _SURROGATE.sub("\ufffd", value)
+        return value if len(value) <= MAX_ECHO_CHARS else value[:MAX_ECHO_CHARS] + "…"
+    if isinstance(value, dict):
+        return {str(safe_detail(key)): safe_detail(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [safe_detail(item) for item in value]
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return safe_detail(str(value))
+
+
+def validation_response(errors: Any) -> JSONResponse:
+    details = safe_detail(list(errors))
+    for item in details:
+        if isinstance(item, dict) and isinstance(item.get("msg"), str):
+            item["msg"] = item["msg"].removeprefix("Value error, ")
+    return JSONResponse({"detail": details}, status_code=422)
+
+
+def field_errors(loc: tuple[str, ...], message: str) -> list[dict[str, Any]]:
+    """One pydantic-style error, for a check made after the body validated."""
+    return [{"type": "value_error", "loc": ["body", *loc], "msg": message}]
+
+
+class ValidationErrorsRoute(APIRoute):
+    """Answers a request that does not validate with its details, made safe to encode."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as error:
+                return validation_response(error.errors())
+
+        return route
+
+
+router = APIRouter(prefix="/api", tags=["api"], route_class=ValidationErrorsRoute)
 StatusName = Literal["queued", "running", "completed", "failed", "cancelled"]
 
 
@@ -108,6 +165,19 @@ class Health(BaseModel):
     status: Literal["ok"]
 
 
+class ErrorOut(BaseModel):
+    detail: str
+
+
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorOut, "description": "No debate with that id."}
+}
+CONFLICT: dict[int | str, dict[str, Any]] = {
+    **NOT_FOUND,
+    409: {"model": ErrorOut, "description": "The debate's status does not allow it."},
+}
+
+
 def summary_of(debate: Debate) -> dict[str, Any]:
     spec = store.debate_spec(debate)
     return {
@@ -156,7 +226,7 @@ def debate_out(debate: Debate, turns: list[Turn], notes: tuple[str, ...] = ()) -
 def _get(session: Any, debate_id: str) -> Debate:
     debate = store.get_debate(session, debate_id=debate_id)
     if debate is None:
-        raise HTTPException(404, f"No debate {debate_id}.")
+        raise HTTPException(404, f"No debate {safe_detail(debate_id)}.")
     return debate
 
 
@@ -170,8 +240,8 @@ async def start_debate(
 ) -> DebateOut:
     try:
         prepared = debates.prepare(body, statuses=statuses)
-    except debates.SeatError as error:
-        raise HTTPException(422, str(error)) from error
+    except debates.SeatError as error:  # the request checks roles first; kept as a backstop
+        raise RequestValidationError(field_errors(("seats",), str(error))) from error
     debate = debates.create(engine, prepared=prepared, settings=settings)
     jobs.submit(debate.id)
     return debate_out(debate, [], prepared.notes)
@@ -197,20 +267,26 @@ def list_debates(
     )
 
 
-@router.get("/debates/{debate_id}", summary="A debate with its seats, turns and usage")
+@router.get(
+    "/debates/{debate_id}", summary="A debate with its seats, turns and usage", responses=NOT_FOUND
+)
 def read_debate(debate_id: str, session: SessionDep) -> DebateOut:
     debate = _get(session, debate_id)
     return debate_out(debate, store.turns_of(session, debate_id=debate_id))
 
 
-@router.post("/debates/{debate_id}/cancel", summary="Cancel a queued or running debate")
+@router.post(
+    "/debates/{debate_id}/cancel", summary="Cancel a queued or running debate", responses=CONFLICT
+)
 async def cancel_debate(debate_id: str, engine: EngineDep, jobs: JobsDep) -> DebateSummary:
     if not await jobs.cancel(debate_id):
         _conflict(engine, debate_id, "cannot be cancelled")
     return _summary(engine, debate_id)
 
 
-@router.post("/debates/{debate_id}/resume", summary="Resume a failed or cancelled debate")
+@router.post(
+    "/debates/{debate_id}/resume", summary="Resume a failed or cancelled debate", responses=CONFLICT
+)
 async def resume_debate(debate_id: str, engine: EngineDep, jobs: JobsDep) -> DebateSummary:
     if not jobs.resume(debate_id):
         _conflict(engine, debate_id, "cannot be resumed")

@@ -5,6 +5,10 @@ Field names: ``topic``, ``format``, ``topic_type``, ``rounds``, ``seed``, ``hist
 ``context`` (files), and per seat ``seat-<format>-<role>`` (provider) and
 ``model-<format>-<role>`` (model name, blank for the provider's default). Each format has
 its own seat fields so switching format in the page keeps both sets of choices.
+
+Every refusal is a sentence beside its field, and the form comes back with what was typed.
+The limits the form states (``FormLimits``) and the cost guard it shows (``CostGuard``) are
+read from the same constants and settings that enforce them.
 """
 
 from __future__ import annotations
@@ -16,10 +20,21 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.datastructures import FormData, UploadFile
 
-from app.debates import MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_FILES, DebateRequest
+from app.config import Settings
+from app.context import MAX_CONTEXT_LINES
+from app.debates import (
+    MAX_CONTEXT_FILE_BYTES,
+    MAX_CONTEXT_FILES,
+    MAX_CONTEXT_NAME_CHARS,
+    MAX_MODEL_CHARS,
+    MAX_ROUNDS,
+    MAX_TOPIC_CHARS,
+    MIN_ROUNDS,
+    DebateRequest,
+)
 from app.formats import get_format
 from app.providers.base import ProviderStatus
-from app.spec import FORMATS, Seat
+from app.spec import FORMATS, SEEDS, TOPIC_TYPES, Seat
 
 FALLBACK_PROVIDER = "local"
 TEXT_FIELDS = ("topic", "format", "topic_type", "rounds", "seed")
@@ -38,6 +53,47 @@ def format_seats() -> dict[str, tuple[Seat, ...]]:
 
 
 @dataclass(frozen=True)
+class FormLimits:
+    """The limits the form states beside its fields (the request model enforces them)."""
+
+    topic_chars: int = MAX_TOPIC_CHARS
+    model_chars: int = MAX_MODEL_CHARS
+    min_rounds: int = MIN_ROUNDS
+    max_rounds: int = MAX_ROUNDS
+    files: int = MAX_CONTEXT_FILES
+    file_kilobytes: int = MAX_CONTEXT_FILE_BYTES // 1000
+    file_lines: int = MAX_CONTEXT_LINES
+
+
+LIMITS = FormLimits()
+
+
+@dataclass(frozen=True)
+class CostGuard:
+    """What one debate may spend, as the home page states it near the submit button."""
+
+    max_output_tokens: int
+    local_max_output_tokens: int
+    debate_token_budget: int | None
+    max_concurrent_debates: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> CostGuard:
+        return cls(
+            max_output_tokens=settings.max_output_tokens,
+            local_max_output_tokens=settings.local_max_output_tokens,
+            debate_token_budget=settings.debate_token_budget,
+            max_concurrent_debates=settings.max_concurrent_debates,
+        )
+
+    @property
+    def budget_text(self) -> str:
+        if self.debate_token_budget is None:
+            return "no budget"
+        return f"{self.debate_token_budget:,} tokens"
+
+
+@dataclass(frozen=True)
 class FormState:
     """What the form shows: values (as typed) and errors by field name."""
 
@@ -52,6 +108,13 @@ class FormState:
 
     def error(self, name: str) -> str | None:
         return self.errors.get(name)
+
+    @property
+    def limits(self) -> FormLimits:
+        return LIMITS
+
+    def cost_guard(self, settings: Settings) -> CostGuard:
+        return CostGuard.of(settings)
 
     def seat(self, format: str, seat: Seat, statuses: Sequence[ProviderStatus]) -> str:
         """The provider selected for a seat: what was sent, else the format's default when
@@ -117,20 +180,40 @@ async def parse_form(form: FormData) -> ParsedForm:
     return ParsedForm(FormState(values, {}), request)
 
 
+CHOICES = {"format": FORMATS, "topic_type": TOPIC_TYPES, "seed": SEEDS}
+
+
 def field_error(item: Mapping[str, Any], format: str) -> tuple[str, str]:
     """The form field a validation error belongs to, and its message in plain words."""
     loc = tuple(str(part) for part in item.get("loc", ()))
+    kind = str(item.get("type", ""))
     message = str(item.get("msg", "invalid value")).removeprefix("Value error, ")
     head = loc[0] if loc else "form"
-    if head == "topic" and item.get("type") in ("string_too_short", "missing"):
-        return "topic", "Enter a topic to debate."
+    if head == "topic":
+        return "topic", _topic_message(kind, item.get("input"), message)
+    if head == "rounds":
+        return "rounds", f"Rounds must be a whole number from {MIN_ROUNDS} to {MAX_ROUNDS}."
+    if head in CHOICES:
+        return head, f"Choose one of: {', '.join(CHOICES[head])}."
     if head == "seats" and len(loc) >= 3:
         role, part = loc[1], loc[2]
-        name = seat_field(format, role) if part == "provider" else model_field(format, role)
-        return name, message
-    if head in (*TEXT_FIELDS, "history", "context"):
+        if part == "provider":
+            return seat_field(format, role), message
+        if kind == "string_too_long":
+            message = f"A model name is at most {MAX_MODEL_CHARS} characters."
+        return model_field(format, role), message
+    if head in ("seats", "history", "context"):
         return head, message
     return "form", message
+
+
+def _topic_message(kind: str, given: Any, message: str) -> str:
+    if kind in ("string_too_short", "missing"):
+        return "Enter a topic to debate."
+    if kind == "string_too_long":
+        count = len(given) if isinstance(given, str) else 0
+        return f"The topic is at most {MAX_TOPIC_CHARS:,} characters; this one has {count:,}."
+    return message[:1].upper() + message[1:] + ("" if message.endswith(".") else ".")
 
 
 async def read_uploads(
@@ -143,16 +226,19 @@ async def read_uploads(
         return [], f"At most {MAX_CONTEXT_FILES} files; {len(files)} were chosen."
     uploads: list[dict[str, str]] = []
     for upload in files:
-        name = upload.filename or "context"
+        name = (upload.filename or "context").strip()
+        if len(name) > MAX_CONTEXT_NAME_CHARS:
+            return [], f"A file name is longer than {MAX_CONTEXT_NAME_CHARS} characters."
         data = await upload.read(MAX_CONTEXT_FILE_BYTES + 1)
         if len(data) > MAX_CONTEXT_FILE_BYTES:
             return [], f"{name} is larger than {MAX_CONTEXT_FILE_BYTES // 1000} kB."
         if b"\0" in data:
             return [], f"{name} is not a text file."
         try:
-            text = data.decode("utf-8")
+            # utf-8-sig: a byte-order mark some editors write is not part of the text.
+            text = data.decode("utf-8-sig")
         except UnicodeDecodeError:
-            return [], f"{name} is not UTF-8 text."
+            return [], f"{name} is not a text file (it is not UTF-8)."
         uploads.append({"name": name, "text": text})
     return uploads, None
 

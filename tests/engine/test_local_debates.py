@@ -49,7 +49,9 @@ async def run_offline(tmp_path: Path, **request: object) -> tuple[Settings, str,
 
 async def test_a_whole_duel_runs_on_the_embedded_model(tmp_path: Path) -> None:
     settings, _, phases = await run_offline(
-        tmp_path, topic="Is testing really necessary in software development?", rounds=2,
+        tmp_path,
+        topic="Is testing really necessary in software development?",
+        rounds=2,
         history=True,
     )
     assert phases[:2] == ["opening", "opening"]

@@ -113,7 +113,10 @@ async def test_failed_turn_keeps_the_providers_message_and_the_turns_before_it(
     engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer
 ) -> None:
     debate_id = start(
-        engine, settings, topic="Monorepo or polyrepo?", rounds=2,
+        engine,
+        settings,
+        topic="Monorepo or polyrepo?",
+        rounds=2,
         seats=all_on("openai", ("claude", "gemini")),
     )
     # Openings succeed (default replies); the first rebuttal meets a 401.
@@ -137,7 +140,10 @@ async def test_resume_reruns_only_the_unfinished_turns(
     engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer
 ) -> None:
     debate_id = start(
-        engine, settings, topic="Monorepo or polyrepo?", rounds=2,
+        engine,
+        settings,
+        topic="Monorepo or polyrepo?",
+        rounds=2,
         seats=all_on("openai", ("claude", "gemini")),
     )
     fake_llm.script(provider="openai", reply="Opening A.", times=2)
@@ -164,7 +170,10 @@ async def test_cancel_stops_the_debate_and_keeps_completed_turns(
     engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer
 ) -> None:
     debate_id = start(
-        engine, settings, topic="Rust or Go?", rounds=4,
+        engine,
+        settings,
+        topic="Rust or Go?",
+        rounds=4,
         seats=all_on("openai", ("claude", "gemini")),
     )
     fake_llm.script(provider="openai", reply="Quick opening.", times=2)
