@@ -6,6 +6,7 @@ One method per thing the runner needs to know or record; each is one unit of wor
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -58,6 +59,9 @@ class Start:
 class Ledger:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        # Parallel turns of one debate finish in different worker threads; a turn's ``seq``
+        # is "one more than the last", so saving is one at a time.
+        self._saving = threading.Lock()
 
     def start(self, debate_id: str) -> Start:
         """Mark the debate running; what it asked for and what is already done."""
@@ -80,7 +84,7 @@ class Ledger:
 
     def save_turn(self, debate_id: str, record: TurnRecord) -> Saved:
         """Commit the turn; the debate's token totals after it."""
-        with session_scope(self.engine) as session:
+        with self._saving, session_scope(self.engine) as session:
             turn = store.record_turn(
                 session,
                 debate_id=debate_id,

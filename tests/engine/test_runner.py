@@ -73,8 +73,11 @@ async def test_panel_claims_run_concurrently_and_cost_the_slowest_call(
     slowest = max((r.ended or 0) - r.started for r in claims)
     batch_wall = max(r.ended or 0 for r in claims) - min(r.started for r in claims)
     assert batch_wall < 2 * slowest
-    phases = [turn.phase for turn in turns(engine, debate_id)]
+    saved = turns(engine, debate_id)
+    phases = [turn.phase for turn in saved]
     assert phases.count("claim") == 6 and phases.count("summary") == 2
+    # Six turns finishing together still get distinct places in the order.
+    assert sorted(turn.seq for turn in saved) == list(range(1, len(saved) + 1))
     assert phases[-1] == "judgement"
 
 
