@@ -9,15 +9,20 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated, Any, Self
 
-from pydantic import AliasChoices, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="ARGUE_", extra="ignore")
+    # hide_input_in_errors: a refused setting's message would otherwise quote the input,
+    # and the input holds the provider keys.
+    model_config = SettingsConfigDict(
+        env_prefix="ARGUE_", extra="ignore", hide_input_in_errors=True
+    )
 
     home: Path = Field(default=Path("~/.argue"), description="Data folder: database and files.")
     database_url: str | None = Field(
@@ -70,7 +75,40 @@ class Settings(BaseSettings):
     # Debates and the web app.
     max_concurrent_debates: int = Field(default=16, ge=1)
     debate_token_budget: int | None = Field(default=None, ge=1)
-    auth_token: SecretStr | None = None
+
+    # Access to the web app (``app.web.security``). With none of these set, anyone who can
+    # reach the port can use the app: ``argue serve`` binds to loopback for that reason.
+    auth_token: SecretStr | None = Field(
+        default=None, description="Bearer token (scripts) and login-page password (browsers)."
+    )
+    auth_user: str | None = Field(default=None, description="HTTP Basic user name.")
+    auth_password: SecretStr | None = Field(default=None, description="HTTP Basic password.")
+    allowed_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Other origins (https://host:port) whose pages may post here; commas.",
+    )
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Host names the app answers to (DNS-rebinding guard); empty: any; commas.",
+    )
+
+    @field_validator("allowed_origins", "allowed_hosts", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any) -> Any:
+        # The environment gives one string; a list given in code passes as it is.
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    @model_validator(mode="after")
+    def _basic_auth_is_complete(self) -> Self:
+        has_user = bool(self.auth_user)
+        has_password = bool(self.auth_password and self.auth_password.get_secret_value())
+        if has_user != has_password:
+            raise ValueError(
+                "ARGUE_AUTH_USER and ARGUE_AUTH_PASSWORD are set together or not at all"
+            )
+        return self
 
     @property
     def data_dir(self) -> Path:

@@ -1,15 +1,26 @@
 """``argue serve``: bring the database to the newest schema and serve the web app.
 
-It binds to 127.0.0.1 unless told otherwise: the app has no accounts, so exposing it is a
-choice to make on purpose (``--host 0.0.0.0``, as the container does).
+It binds to 127.0.0.1 unless told otherwise: without ``ARGUE_AUTH_TOKEN`` (or
+``ARGUE_AUTH_USER`` and ``ARGUE_AUTH_PASSWORD``) anyone who reaches the port can use the app
+and spend the provider keys, so exposing it is a choice to make on purpose (``--host
+0.0.0.0``, as the container does), and it is warned about. On loopback the app answers only
+to loopback host names unless ``ARGUE_ALLOWED_HOSTS`` says otherwise: a web page cannot then
+reach it by pointing a name of its own at 127.0.0.1 (DNS rebinding).
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.config import Settings
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,9 +46,38 @@ def run(args: argparse.Namespace) -> int:
     from app.migrate import migrate
     from app.web.app import create_app
 
-    settings = get_settings()
+    settings = guarded(get_settings(), args.host)
     migrate(get_engine(settings))
     host = f"[{args.host}]" if ":" in args.host else args.host
     print(f"Argue is serving on http://{host}:{args.port}  (data: {settings.data_dir})", flush=True)
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
     return 0
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def guarded(settings: Settings, host: str) -> Settings:
+    """The settings to serve with on ``host``: loopback host names only on loopback (unless
+    configured), and a warning when the app is exposed with no credential."""
+    from app.web.security import Access
+
+    if not is_loopback(host):
+        if not Access.from_settings(settings).required:
+            print(
+                f"warning: serving on {host} with no ARGUE_AUTH_TOKEN (or ARGUE_AUTH_USER and "
+                "ARGUE_AUTH_PASSWORD): anyone who can reach this port can read every debate "
+                "and start new ones on your provider keys.",
+                file=sys.stderr,
+                flush=True,
+            )
+        return settings
+    if settings.allowed_hosts:
+        return settings
+    return settings.model_copy(update={"allowed_hosts": list(LOOPBACK_NAMES)})

@@ -19,7 +19,7 @@ from app.jobs import JobManager
 from app.migrate import migrate
 from app.providers.base import Provider
 from app.providers.registry import PROVIDER_NAMES, build_provider
-from app.web import api, pages, stream
+from app.web import api, pages, security, stream
 from app.web.deps import STATIC_DIR, ProviderStatuses, make_templates
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,8 @@ def create_app(
         summary="Watch large language models argue a question out.",
         version="0.1.0",
         lifespan=lifespan,
+        # One docs page (Swagger UI, under a policy of its own); ReDoc would need a looser one.
+        redoc_url=None,
     )
     app.state.templates = make_templates()
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
@@ -73,6 +75,7 @@ def create_app(
     app.include_router(api.router)
     app.include_router(api.health_router)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    security.install(app, settings)
     return app
 
 
