@@ -110,6 +110,17 @@ class Settings(BaseSettings):
             )
         return self
 
+    def secret_values(self) -> list[str]:
+        """Every secret set, for redaction wherever outside text might quote one."""
+        secrets = (
+            self.anthropic_api_key,
+            self.gemini_api_key,
+            self.openai_api_key,
+            self.auth_token,
+            self.auth_password,
+        )
+        return [secret.get_secret_value() for secret in secrets if secret is not None]
+
     @property
     def data_dir(self) -> Path:
         return self.home.expanduser()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal, Protocol
@@ -89,6 +89,20 @@ class ProviderError(Exception):
         self.retry_after = retry_after
         self.retryable = kind in RETRYABLE_KINDS if retryable is None else retryable
 
+    def redacted(self, secrets: Iterable[str]) -> ProviderError:
+        """This error with every secret in its message replaced by ``[redacted]``."""
+        message = redact(self.message, secrets)
+        if message == self.message:
+            return self
+        return ProviderError(
+            kind=self.kind,
+            provider=self.provider,
+            message=message,
+            status=self.status,
+            retry_after=self.retry_after,
+            retryable=self.retryable,
+        )
+
     def __str__(self) -> str:
         status = f" {self.status}" if self.status is not None else ""
         return f"{self.provider} {self.kind.value}{status}: {self.message}"
@@ -121,6 +135,24 @@ class Provider(Protocol):
         messages: Sequence[Message],
         max_tokens: int,
     ) -> AsyncIterator[TextDelta | Finished]: ...
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with each secret, and any long fragment of one, replaced by ``[redacted]``.
+
+    Fragments count because providers often quote a key partly masked (``sk-abc…xyz``)."""
+    for secret in secrets:
+        for fragment in _fragments(secret):
+            text = text.replace(fragment, "[redacted]")
+    return text
+
+
+def _fragments(secret: str, size: int = 8) -> list[str]:
+    if len(secret) <= size:
+        return [secret] if secret else []
+    whole = [secret]
+    pieces = {secret[i : i + size] for i in range(len(secret) - size + 1)}
+    return whole + sorted(pieces, key=len, reverse=True)
 
 
 def estimate_tokens(text: str) -> int:

@@ -145,12 +145,15 @@ async def stream_with_retries(
                 async for event in events:
                     yield event
             return
-        except ProviderError as error:
+        except ProviderError as raised:
+            # Some providers quote the key they were given in their message; what reaches
+            # a turn, a page or a log never holds it.
+            error = raised.redacted(settings.secret_values())
             delay = backoff_delay(attempt=attempt, retry_after=error.retry_after, settings=settings)
             out_of_attempts = attempt >= settings.retry_max_attempts
             out_of_time = waited + delay > settings.retry_max_total_wait
             if not error.retryable or out_of_attempts or out_of_time:
-                raise
+                raise error from None
             yield Retrying(attempt=attempt, delay=delay, error=error)
         await sleep(delay)
         waited += delay

@@ -219,11 +219,6 @@ def test_settings_and_access_rules_do_not_print_their_secrets(secret_settings: S
     assert found_in(str(refused.value)) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a provider's error message is stored and shown verbatim; one that echoes the key "
-    "(as some do) leaks it. Needs redaction of configured keys where ProviderError is made.",
-)
 def test_a_provider_error_that_echoes_the_key_is_shown_redacted(
     secret_settings: Settings, fake_llm: FakeLLMServer
 ) -> None:
