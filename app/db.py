@@ -17,9 +17,13 @@ from app.config import Settings, get_settings
 
 def make_engine(url: str) -> Engine:
     connect_args: dict[str, Any] = {}
+    options: dict[str, Any] = {}
     if url.startswith("sqlite"):
         connect_args = {"check_same_thread": False, "timeout": 30}
-    engine = create_engine(url, connect_args=connect_args)
+        # SQLite connections are cheap file handles; a capped pool only adds a way for the
+        # event loop to wait on worker threads that hold every connection.
+        options = {"pool_size": 8, "max_overflow": -1}
+    engine = create_engine(url, connect_args=connect_args, **options)
     if url.startswith("sqlite"):
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine
