@@ -23,6 +23,7 @@ from app import store
 from app.config import Settings
 from app.db import get_engine, session_scope
 from app.migrate import migrate
+from app.providers.registry import close_providers
 
 if TYPE_CHECKING:
     from app.cli.terminal import TerminalView
@@ -140,17 +141,7 @@ async def _drive(
         if handled:
             loop.remove_signal_handler(signal.SIGINT)
         await jobs.shutdown()
-        await _close(providers)
-
-
-async def _close(providers: dict[str, Provider]) -> None:
-    """Close the providers' HTTP clients while their loop still runs (an adapter that has an
-    ``aclose``): a client closed later, by the garbage collector, finds the loop gone."""
-    for provider in providers.values():
-        close = getattr(provider, "aclose", None)
-        if close is not None:
-            with contextlib.suppress(Exception):
-                await close()
+        await close_providers(providers)
 
 
 async def _watch(hub: EventHub, debate_id: str, view: TerminalView) -> None:

@@ -122,6 +122,10 @@ def map_error(error: Exception) -> ProviderError:
     )
 
 
+async def _close_client(client: anthropic.AsyncAnthropic) -> None:
+    await client.close()
+
+
 class AnthropicProvider:
     """The ``anthropic`` provider: Claude models."""
 
@@ -129,7 +133,10 @@ class AnthropicProvider:
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._client = PerLoopClient(self._make_client)
+        self._client = PerLoopClient(self._make_client, _close_client)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
 
     def status(self) -> ProviderStatus:
         return key_status(

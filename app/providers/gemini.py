@@ -114,6 +114,10 @@ def _text_of(chunk: types.GenerateContentResponse) -> str:
     return "".join(p.text for p in parts if p.text and not p.thought)
 
 
+async def _close_client(client: genai.Client) -> None:
+    await client.aio.aclose()
+
+
 class GeminiProvider:
     """The ``gemini`` provider: Google's Gemini models."""
 
@@ -121,7 +125,10 @@ class GeminiProvider:
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._client = PerLoopClient(self._make_client)
+        self._client = PerLoopClient(self._make_client, _close_client)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
 
     def status(self) -> ProviderStatus:
         return key_status(

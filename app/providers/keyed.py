@@ -42,21 +42,47 @@ def require_key(key: SecretStr | None, *, provider: str, key_env: str) -> str:
     return key.get_secret_value()
 
 
+# Clients whose loop is gone. They cannot be closed any more, and once collected the SDKs
+# try to close them on whatever loop runs then, which fails there: so they are kept.
+_RETIRED: list[object] = []
+
+
 class PerLoopClient(Generic[Client]):
     """An SDK client's connection pool belongs to the event loop that opened it, so each
-    loop (the server's, a test's, a command's ``asyncio.run``) gets its own client."""
+    loop (the server's, a test's, a command's ``asyncio.run``) gets its own client; the owner
+    closes it with ``aclose`` before that loop ends."""
 
-    def __init__(self, make: Callable[[], Client]) -> None:
+    def __init__(
+        self, make: Callable[[], Client], close: Callable[[Client], Awaitable[None]]
+    ) -> None:
         self._make = make
+        self._close = close
         self._client: Client | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def get(self) -> Client:
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
+            if self._client is not None:
+                _RETIRED.append(self._client)
             self._client = self._make()
             self._loop = loop
         return self._client
+
+    def __del__(self) -> None:
+        # Not closed by its owner (a test, a crash): keep the client out of the collector.
+        if self._client is not None:
+            _RETIRED.append(self._client)
+
+    async def aclose(self) -> None:
+        client, loop = self._client, self._loop
+        self._client = self._loop = None
+        if client is None:
+            return
+        if loop is asyncio.get_running_loop():
+            await self._close(client)
+        else:
+            _RETIRED.append(client)
 
 
 async def listed_or_defaults(

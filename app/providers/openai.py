@@ -113,6 +113,10 @@ def map_error(error: Exception) -> ProviderError:
     )
 
 
+async def _close_client(client: openai.AsyncOpenAI) -> None:
+    await client.close()
+
+
 class OpenAIProvider:
     """The ``openai`` provider: OpenAI's models or any OpenAI-compatible server."""
 
@@ -120,7 +124,10 @@ class OpenAIProvider:
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._client = PerLoopClient(self._make_client)
+        self._client = PerLoopClient(self._make_client, _close_client)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
 
     def status(self) -> ProviderStatus:
         settings = self._settings

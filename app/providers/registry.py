@@ -6,7 +6,8 @@ pays for (or breaks on) the others' SDKs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from app.config import Settings
@@ -95,3 +96,13 @@ def resolve_seat(seat: Seat, statuses: Iterable[ProviderStatus]) -> tuple[Seat, 
     if local is not None and not local.configured:
         note += f", which is not ready either ({local.reason})"
     return replace(seat, provider=FALLBACK_PROVIDER, model=None), note
+
+
+async def close_providers(providers: Mapping[str, Provider]) -> None:
+    """Close the providers' HTTP clients while their loop still runs (the adapters that have
+    an ``aclose``): a client left to the garbage collector finds its loop gone."""
+    for provider in providers.values():
+        close = getattr(provider, "aclose", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                await close()

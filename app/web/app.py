@@ -18,7 +18,7 @@ from app.events import EventHub
 from app.jobs import JobManager
 from app.migrate import migrate
 from app.providers.base import Provider
-from app.providers.registry import PROVIDER_NAMES, build_provider
+from app.providers.registry import PROVIDER_NAMES, build_provider, close_providers
 from app.web import api, pages, security, stream
 from app.web.deps import STATIC_DIR, ProviderStatuses, make_templates
 
@@ -59,6 +59,7 @@ def create_app(
             yield
         finally:
             await jobs.shutdown()
+            await close_providers(chosen)
 
     app = FastAPI(
         title="Argue",
