@@ -42,9 +42,10 @@ def require_key(key: SecretStr | None, *, provider: str, key_env: str) -> str:
     return key.get_secret_value()
 
 
-# Clients whose loop is gone. They cannot be closed any more, and once collected the SDKs
-# try to close them on whatever loop runs then, which fails there: so they are kept.
-_RETIRED: list[object] = []
+# Every client not yet closed by its owner. A collected SDK client closes itself on whatever
+# loop runs then, which fails if it was opened on another: so an unclosed client (its loop
+# gone, its owner never closing it) is kept until the process ends instead.
+_UNCLOSED: list[object] = []
 
 
 class PerLoopClient(Generic[Client]):
@@ -63,26 +64,17 @@ class PerLoopClient(Generic[Client]):
     def get(self) -> Client:
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
-            if self._client is not None:
-                _RETIRED.append(self._client)
             self._client = self._make()
             self._loop = loop
+            _UNCLOSED.append(self._client)
         return self._client
-
-    def __del__(self) -> None:
-        # Not closed by its owner (a test, a crash): keep the client out of the collector.
-        if self._client is not None:
-            _RETIRED.append(self._client)
 
     async def aclose(self) -> None:
         client, loop = self._client, self._loop
         self._client = self._loop = None
-        if client is None:
-            return
-        if loop is asyncio.get_running_loop():
+        if client is not None and loop is asyncio.get_running_loop():
             await self._close(client)
-        else:
-            _RETIRED.append(client)
+            _UNCLOSED.remove(client)
 
 
 async def listed_or_defaults(
