@@ -19,6 +19,7 @@ What this module owns:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import importlib
 import importlib.util
@@ -162,8 +163,19 @@ def _load(path: Path, n_ctx: int, threads: int | None) -> LoadedModel:
                     n_threads_batch=threads,
                     verbose=False,
                 )
+            if not _models:
+                atexit.register(_free_models)
             _models[key] = LoadedModel(llama)
         return _models[key]
+
+
+def _free_models() -> None:
+    """Free the models while the bindings still exist: left to interpreter shutdown,
+    llama-cpp-python's finalizer calls into an already torn-down module and complains."""
+    with _models_lock:
+        for loaded in _models.values():
+            loaded.llama.close()
+        _models.clear()
 
 
 @contextlib.contextmanager
