@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 from app import store
 from app.db import session_scope
 from app.spec import CompletedTurn, DebateSpec, Outcome
+from app.store import SavedTurn
 
 
 @dataclass(frozen=True)
@@ -40,13 +41,6 @@ class TurnRecord:
     attempts: int
     started_at: datetime
     finished_at: datetime
-
-
-@dataclass(frozen=True)
-class Saved:
-    turn_id: int | None
-    input_tokens: int
-    output_tokens: int
 
 
 @dataclass(frozen=True)
@@ -82,10 +76,10 @@ class Ledger:
             debate = store.get_debate(session, debate_id=debate_id)
             return (debate.input_tokens + debate.output_tokens) if debate else 0
 
-    def save_turn(self, debate_id: str, record: TurnRecord) -> Saved:
+    def save_turn(self, debate_id: str, record: TurnRecord) -> SavedTurn:
         """Commit the turn; the debate's token totals after it."""
         with self._saving, session_scope(self.engine) as session:
-            turn = store.record_turn(
+            saved = store.record_turn(
                 session,
                 debate_id=debate_id,
                 key=record.key,
@@ -107,9 +101,7 @@ class Ledger:
                 started_at=record.started_at,
                 finished_at=record.finished_at,
             )
-            debate = store.get_debate(session, debate_id=debate_id)
-            totals = (debate.input_tokens, debate.output_tokens) if debate else (0, 0)
-            return Saved(turn_id=turn.id, input_tokens=totals[0], output_tokens=totals[1])
+            return saved
 
     def finish(
         self, debate_id: str, *, status: str, outcome: Outcome | None, reason: str | None

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 import secrets
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import func, insert, update
+from sqlalchemy import select as sql_select
 from sqlmodel import Session, col, select
 
 from app.models import ACTIVE_STATUSES, Debate, Turn, utcnow
@@ -53,6 +54,15 @@ def seats_summary(spec: DebateSpec) -> str:
         f"{seat.label}: {seat.provider}{':' + seat.model if seat.model else ''}"
         for seat in spec.seats
     )
+
+
+@dataclass(frozen=True)
+class SavedTurn:
+    """A saved turn's id and its debate's token totals after it."""
+
+    turn_id: int
+    input_tokens: int
+    output_tokens: int
 
 
 def create_debate(session: Session, *, spec: DebateSpec, token_budget: int | None = None) -> Debate:
@@ -163,40 +173,56 @@ def record_turn(
     attempts: int,
     started_at: datetime,
     finished_at: datetime,
-) -> Turn:
+) -> SavedTurn:
     """Save a finished turn, replacing an earlier failed attempt with the same key, and add
-    its tokens to the debate's totals."""
-    existing = session.exec(
-        select(Turn).where(Turn.debate_id == debate_id, Turn.key == key)
-    ).first()
-    seq = _next_seq(session, debate_id)
-    turn = existing or Turn(
-        debate_id=debate_id,
-        key=key,
-        seq=seq,
-        round=round,
-        role=role,
-        label=label,
-        provider=provider,
-        model=model,
-        phase=phase,
-    )
-    turn.seq = seq
-    turn.role, turn.label, turn.provider, turn.model = role, label, provider, model
-    turn.phase, turn.round, turn.status, turn.text = phase, round, status, text
-    turn.verdict = verdict
-    turn.error_kind, turn.error_message = error_kind, error_message
-    turn.input_tokens, turn.output_tokens = input_tokens, output_tokens
-    turn.usage_estimated, turn.attempts = usage_estimated, attempts
-    turn.started_at, turn.finished_at = started_at, finished_at
-    turn.latency_ms = int((finished_at - started_at).total_seconds() * 1000)
-    session.add(turn)
-    debate = _require(session, debate_id)
-    debate.input_tokens += input_tokens
-    debate.output_tokens += output_tokens
-    session.add(debate)
-    session.flush()
-    return turn
+    its tokens to the debate's totals.
+
+    Plain SQL statements rather than the ORM's unit of work: this runs once per turn of every
+    running debate, and four statements are all it takes."""
+    values = {
+        "seq": _next_seq(session, debate_id),
+        "role": role,
+        "label": label,
+        "provider": provider,
+        "model": model,
+        "phase": phase,
+        "round": round,
+        "status": status,
+        "text": text,
+        "verdict": verdict,
+        "error_kind": error_kind,
+        "error_message": error_message,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "usage_estimated": usage_estimated,
+        "attempts": attempts,
+        "started_at": started_at,
+        "finished_at": finished_at,
+        "latency_ms": int((finished_at - started_at).total_seconds() * 1000),
+    }
+    turns = Turn.__table__  # type: ignore[attr-defined]
+    debates = Debate.__table__  # type: ignore[attr-defined]
+    existing = session.execute(
+        sql_select(turns.c.id).where(turns.c.debate_id == debate_id, turns.c.key == key)
+    ).scalar()
+    if existing is None:
+        inserting = insert(turns).values(debate_id=debate_id, key=key, **values)
+        turn_id = int(session.execute(inserting.returning(turns.c.id)).scalar_one())
+    else:
+        session.execute(update(turns).where(turns.c.id == existing).values(**values))
+        turn_id = int(existing)
+    totals = session.execute(
+        update(debates)
+        .where(debates.c.id == debate_id)
+        .values(
+            input_tokens=debates.c.input_tokens + input_tokens,
+            output_tokens=debates.c.output_tokens + output_tokens,
+        )
+        .returning(debates.c.input_tokens, debates.c.output_tokens)
+    ).one_or_none()
+    if totals is None:
+        raise LookupError(f"no debate {debate_id}")
+    return SavedTurn(turn_id=turn_id, input_tokens=totals[0], output_tokens=totals[1])
 
 
 def turns_of(session: Session, *, debate_id: str) -> list[Turn]:
