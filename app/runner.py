@@ -325,10 +325,12 @@ class Runner:
 
 
 class _TurnText:
-    """The text of one turn as it streams: kept whole, published in short windows.
+    """The text of one turn as it streams: kept whole, published at most once a window.
 
-    A window opens with the first pending delta and closes by timer, so a lone token is
-    never held back waiting for the next one."""
+    A delta that arrives after a quiet window goes out at once; those that follow within the
+    window are gathered and go out when it closes (by timer, so a lone token is never held
+    back waiting for the next one). Chunky streams are not delayed at all; token-by-token
+    streams cost one event a window instead of one a token."""
 
     def __init__(self, hub: EventHub, debate_id: str, key: str) -> None:
         self._hub = hub
@@ -337,6 +339,7 @@ class _TurnText:
         self._parts: list[str] = []
         self._pending: list[str] = []
         self._timer: asyncio.TimerHandle | None = None
+        self._last_flush = -DELTA_WINDOW_SECONDS
 
     @property
     def text(self) -> str:
@@ -347,15 +350,21 @@ class _TurnText:
             return
         self._parts.append(text)
         self._pending.append(text)
-        if self._timer is None:
-            loop = asyncio.get_running_loop()
-            self._timer = loop.call_later(DELTA_WINDOW_SECONDS, self.flush)
+        if self._timer is not None:
+            return
+        loop = asyncio.get_running_loop()
+        wait = self._last_flush + DELTA_WINDOW_SECONDS - loop.time()
+        if wait <= 0:
+            self.flush()
+        else:
+            self._timer = loop.call_later(wait, self.flush)
 
     def flush(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         if self._pending:
+            self._last_flush = asyncio.get_running_loop().time()
             chunk = "".join(self._pending)
             self._pending.clear()
             self._hub.publish(self._debate_id, "delta", {"key": self._key, "text": chunk})

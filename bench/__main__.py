@@ -100,9 +100,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=parse_pace,
         action="append",
         default=[],
-        metavar="PROVIDER=DELAY:RATE",
-        help="first-token delay (s) and tokens/s of a provider's seats, e.g. anthropic=0.8:40 "
-        "or all=0.5:50 (full 0.5:50, quick 0.2:50); repeatable",
+        metavar="PROVIDER=DELAY:RATE[:CHUNK]",
+        help="first-token delay (s), tokens/s and tokens per wire chunk of a provider's seats, "
+        "e.g. anthropic=0.8:40:3 or all=0.5:50 (full 0.5:50:1, quick 0.2:50:1); repeatable",
     )
     parser.add_argument("--scale-steps", help="comma-separated debate counts for the ladder")
     parser.add_argument("--scale-viewers", type=int, default=2, help="viewers per duel (scale)")

@@ -36,25 +36,37 @@ PROVIDERS = ("anthropic", "gemini", "openai")
 
 @dataclass(frozen=True)
 class Pace:
-    """How one provider streams: seconds before the first token, then tokens per second."""
+    """How one provider streams: seconds before the first token, then tokens per second,
+    sent ``tokens_per_chunk`` at a time (1 is the worst case for the app: every token is a
+    wire event its SDK parses; real Anthropic and Gemini streams carry several per event)."""
 
     first_token_delay: float = 0.5
     tokens_per_second: float = 50.0
+    tokens_per_chunk: int = 1
 
     @property
-    def token_delay(self) -> float:
-        return 1.0 / self.tokens_per_second if self.tokens_per_second > 0 else 0.0
+    def chunk_delay(self) -> float:
+        if self.tokens_per_second <= 0:
+            return 0.0
+        return self.tokens_per_chunk / self.tokens_per_second
+
+    def chunks(self, tokens: int) -> list[str]:
+        """The reply's wire chunks: every token stamped with its chunk's send time."""
+        count = -(-tokens // self.tokens_per_chunk)
+        return [STAMPED_TOKEN * self.tokens_per_chunk] * count
 
 
 def parse_pace(text: str) -> tuple[str, Pace]:
-    """``provider=first_token_delay:tokens_per_second`` (``all=`` sets every provider)."""
+    """``provider=first_token_delay:tokens_per_second[:tokens_per_chunk]`` (``all=`` sets
+    every provider)."""
     name, _, value = text.partition("=")
-    delay, _, rate = value.partition(":")
+    delay, _, rest = value.partition(":")
+    rate, _, chunk = rest.partition(":")
     if not name or not delay or not rate:
-        raise argparse.ArgumentTypeError(f"expected provider=delay:rate, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected provider=delay:rate[:chunk], got {text!r}")
     if name != "all" and name not in PROVIDERS:
         raise argparse.ArgumentTypeError(f"unknown provider {name!r}")
-    return name, Pace(float(delay), float(rate))
+    return name, Pace(float(delay), float(rate), int(chunk or 1))
 
 
 def paces_from(items: list[tuple[str, Pace]], default: Pace) -> dict[str, Pace]:
@@ -84,9 +96,9 @@ async def script_paces(
         rule: dict[str, Any] = {
             "provider": provider,
             "contains": "",  # every request of this provider
-            "tokens": [STAMPED_TOKEN] * tokens,
+            "tokens": pace.chunks(tokens),
             "first_token_delay": pace.first_token_delay,
-            "token_delay": pace.token_delay,
+            "token_delay": pace.chunk_delay,
         }
         response = await client.post(f"{base_url}/_fake/rule", json=rule)
         response.raise_for_status()
@@ -128,9 +140,9 @@ def serve(host: str, port: int, paces: dict[str, Pace], tokens: int) -> None:
             provider=provider,
             contains="",
             reply="",
-            tokens=[STAMPED_TOKEN] * tokens,
+            tokens=pace.chunks(tokens),
             first_token_delay=pace.first_token_delay,
-            token_delay=pace.token_delay,
+            token_delay=pace.chunk_delay,
         )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

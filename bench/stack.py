@@ -53,7 +53,10 @@ class Stack:
             "-m", "bench.fake_providers", "--port", str(port), "--tokens", str(self.options.tokens)
         )
         for provider, pace in self.options.paces.items():
-            args += ["--pace", f"{provider}={pace.first_token_delay}:{pace.tokens_per_second}"]
+            args += [
+                "--pace",
+                f"{provider}={pace.first_token_delay}:{pace.tokens_per_second}:{pace.tokens_per_chunk}",
+            ]
         process = processes.spawn(args, log=self.home / "fake.log")
         self.fake_url = f"http://{processes.HOST}:{port}"
         processes.wait_until_ready(f"{self.fake_url}/_fake/requests", process)
