@@ -67,7 +67,11 @@ def test_page_stream_sends_escaped_text_then_the_final_page_and_ends(
     messages = events(client, f"/debates/{debate_id}/stream")
     assert all(message.id for message in messages)
     deltas = [m.data for m in messages if "beforeend:#x-" in m.data]
-    assert deltas and all("&lt;b&gt;bold&lt;/b&gt; &amp; claim" in d for d in deltas)
+    texts: dict[str, str] = {}
+    for delta in deltas:
+        target, _, rest = delta.partition('">')
+        texts[target] = texts.get(target, "") + rest.removesuffix("</div>")
+    assert texts and all(text == "a &lt;b&gt;bold&lt;/b&gt; &amp; claim" for text in texts.values())
     assert not any("<b>bold" in m.data for m in messages)
     assert [m.event for m in messages][-1] == "end"
     assert 'class="badge badge-completed"' in messages[-1].data
