@@ -6,9 +6,11 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends build-essential cmake git \
     && rm -rf /var/lib/apt/lists/*
 
+# GGML_NATIVE=OFF: an image built on one CPU must run on others (no -march=native).
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
+    CMAKE_ARGS="-DGGML_NATIVE=OFF" \
     ARGUE_HOME=/data
 
 WORKDIR /app
