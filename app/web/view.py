@@ -12,7 +12,7 @@ from typing import Any
 
 from app.events import LiveTurn
 from app.models import ACTIVE_STATUSES, Debate, Turn
-from app.spec import DebateSpec
+from app.spec import DebateSpec, Seat
 
 PHASE_ORDER = (
     "seed",
@@ -224,6 +224,8 @@ def build_view(
         downloads=tuple(downloads(debate, has_turns=bool(rows))),
         live=active,
         last_event_id=last_event_id if active else None,
+        # A seat left on its provider's default shows the model its turns actually used.
+        models_used={row.role: row.model for row in rows},
     )
 
 
@@ -237,6 +239,10 @@ class DebateView:
     downloads: tuple[Download, ...]
     live: bool
     last_event_id: str | None
+    models_used: dict[str, str] = field(default_factory=dict)
+
+    def seat_model(self, seat: Seat) -> str:
+        return seat.model or self.models_used.get(seat.role) or "default model"
 
     @property
     def active(self) -> bool:

@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
 from app import store
+from app.config import Settings
 from app.db import session_scope
 from app.models import utcnow
 from app.spec import DebateSpec, Seat
@@ -323,3 +324,13 @@ def test_reports_of_an_unfinished_debate_are_refused(client: TestClient) -> None
     [debate_id] = seed_debates(client.app.state.engine, 1, status="running")  # type: ignore[attr-defined]
     assert client.get(f"/debates/{debate_id}/finals.md").status_code == 409
     assert client.get(f"/debates/{debate_id}/transcript.md").status_code == 200
+
+
+def test_a_seat_on_its_default_model_shows_the_model_it_used(
+    client: TestClient, settings: Settings
+) -> None:
+    debate_id = start_duel(client, seats={"claude": {"provider": "openai"}})
+    wait_for_debate(client, debate_id)
+    page = client.get(f"/debates/{debate_id}").text
+    assert f"openai · {settings.openai_model}</code>" in page
+    assert "default model" not in page
