@@ -150,6 +150,8 @@ async def _watch(hub: EventHub, debate_id: str, view: TerminalView) -> None:
 
 
 def _install_sigint(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> bool:
+    """Route Ctrl-C to ``callback``. Loops offer signal handlers only on Unix and in the main
+    thread; elsewhere this says False and Ctrl-C arrives as ``KeyboardInterrupt`` instead."""
     with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
         loop.add_signal_handler(signal.SIGINT, callback)
         return True

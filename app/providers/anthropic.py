@@ -12,7 +12,6 @@ from typing import Any
 
 import anthropic
 
-from app.config import Settings
 from app.providers.base import (
     ErrorKind,
     Finished,
@@ -22,11 +21,16 @@ from app.providers.base import (
     TextDelta,
     Usage,
 )
-from app.providers.keyed import PerLoopClient, key_status, listed_or_defaults, require_key
+from app.providers.keyed import (
+    SdkProvider,
+    key_status,
+    listed_or_defaults,
+    require_key,
+    unmapped_error,
+)
 from app.providers.resilience import (
     kind_for_status,
     parse_retry_after,
-    transport_error_kind,
 )
 
 NAME = "anthropic"
@@ -110,33 +114,13 @@ def map_error(error: Exception) -> ProviderError:
         return ProviderError(
             kind=ErrorKind.SERVER, provider=NAME, message=_body_message(error.body) or error.message
         )
-    if (transport := transport_error_kind(error)) is not None:
-        return ProviderError(
-            kind=transport, provider=NAME, message=str(error) or type(error).__name__
-        )
-    # A response the SDK could not read (a malformed event): the server misbehaved.
-    return ProviderError(
-        kind=ErrorKind.SERVER,
-        provider=NAME,
-        message=f"unreadable response: {type(error).__name__}: {error}",
-    )
+    return unmapped_error(error, provider=NAME)
 
 
-async def _close_client(client: anthropic.AsyncAnthropic) -> None:
-    await client.close()
-
-
-class AnthropicProvider:
+class AnthropicProvider(SdkProvider[anthropic.AsyncAnthropic]):
     """The ``anthropic`` provider: Claude models."""
 
     name = NAME
-
-    def __init__(self, settings: Settings) -> None:
-        self._settings = settings
-        self._client = PerLoopClient(self._make_client, _close_client)
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
 
     def status(self) -> ProviderStatus:
         return key_status(
@@ -146,6 +130,9 @@ class AnthropicProvider:
             base_url=self._settings.anthropic_base_url,
             default_model=self._settings.anthropic_model,
         )
+
+    async def _close_client(self, client: anthropic.AsyncAnthropic) -> None:
+        await client.close()
 
     def _make_client(self) -> anthropic.AsyncAnthropic:
         return anthropic.AsyncAnthropic(

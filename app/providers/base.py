@@ -148,11 +148,10 @@ def redact(text: str, secrets: Iterable[str]) -> str:
 
 
 def _fragments(secret: str, size: int = 8) -> list[str]:
+    """The secret, then every run of ``size`` of its characters."""
     if len(secret) <= size:
         return [secret] if secret else []
-    whole = [secret]
-    pieces = {secret[i : i + size] for i in range(len(secret) - size + 1)}
-    return whole + sorted(pieces, key=len, reverse=True)
+    return [secret, *{secret[i : i + size] for i in range(len(secret) - size + 1)}]
 
 
 def estimate_tokens(text: str) -> int:

@@ -15,7 +15,6 @@ from typing import Any
 from google import genai
 from google.genai import errors, types
 
-from app.config import Settings
 from app.providers.base import (
     ErrorKind,
     Finished,
@@ -25,8 +24,14 @@ from app.providers.base import (
     TextDelta,
     Usage,
 )
-from app.providers.keyed import PerLoopClient, key_status, listed_or_defaults, require_key
-from app.providers.resilience import kind_for_status, parse_retry_after, transport_error_kind
+from app.providers.keyed import (
+    SdkProvider,
+    key_status,
+    listed_or_defaults,
+    require_key,
+    unmapped_error,
+)
+from app.providers.resilience import kind_for_status, parse_retry_after
 
 NAME = "gemini"
 KEY_ENV = "GEMINI_API_KEY"
@@ -97,13 +102,7 @@ def map_error(error: Exception) -> ProviderError:
             status=status,
             retry_after=retry_after,
         )
-    if (kind := transport_error_kind(error)) is not None:
-        return ProviderError(kind=kind, provider=NAME, message=str(error) or type(error).__name__)
-    return ProviderError(
-        kind=ErrorKind.SERVER,
-        provider=NAME,
-        message=f"unreadable response: {type(error).__name__}: {error}",
-    )
+    return unmapped_error(error, provider=NAME)
 
 
 def _text_of(chunk: types.GenerateContentResponse) -> str:
@@ -114,21 +113,10 @@ def _text_of(chunk: types.GenerateContentResponse) -> str:
     return "".join(p.text for p in parts if p.text and not p.thought)
 
 
-async def _close_client(client: genai.Client) -> None:
-    await client.aio.aclose()
-
-
-class GeminiProvider:
+class GeminiProvider(SdkProvider[genai.Client]):
     """The ``gemini`` provider: Google's Gemini models."""
 
     name = NAME
-
-    def __init__(self, settings: Settings) -> None:
-        self._settings = settings
-        self._client = PerLoopClient(self._make_client, _close_client)
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
 
     def status(self) -> ProviderStatus:
         return key_status(
@@ -138,6 +126,9 @@ class GeminiProvider:
             base_url=self._settings.gemini_base_url,
             default_model=self._settings.gemini_model,
         )
+
+    async def _close_client(self, client: genai.Client) -> None:
+        await client.aio.aclose()
 
     def _make_client(self) -> genai.Client:
         key = require_key(self._settings.gemini_api_key, provider=NAME, key_env=KEY_ENV_TEXT)

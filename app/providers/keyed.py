@@ -1,15 +1,19 @@
 """What the three hosted-API adapters share: a key that must be set, a status that says so,
-one SDK client per event loop, and a model list that falls back to the default."""
+one SDK client per event loop, a model list that falls back to the default, and the reading
+of failures that are not the API's own errors."""
 
 from __future__ import annotations
 
 import asyncio
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
 from pydantic import SecretStr
 
+from app.config import Settings
 from app.providers.base import ErrorKind, ProviderError, ProviderStatus
+from app.providers.resilience import transport_error_kind
 
 Client = TypeVar("Client")
 
@@ -86,3 +90,35 @@ async def listed_or_defaults(
     except Exception:
         return defaults
     return names or defaults
+
+
+class SdkProvider(ABC, Generic[Client]):
+    """Base of the adapters over a hosted API's SDK: their settings and one client per loop,
+    closed by ``aclose`` before the loop ends."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._client = PerLoopClient(self._make_client, self._close_client)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    @abstractmethod
+    def _make_client(self) -> Client: ...
+
+    @abstractmethod
+    async def _close_client(self, client: Client) -> None: ...
+
+
+def unmapped_error(error: Exception, *, provider: str) -> ProviderError:
+    """A failure that is not one of the API's errors: a transport failure by its kind, or a
+    response the SDK could not read (a malformed event), which is the server misbehaving."""
+    if (kind := transport_error_kind(error)) is not None:
+        return ProviderError(
+            kind=kind, provider=provider, message=str(error) or type(error).__name__
+        )
+    return ProviderError(
+        kind=ErrorKind.SERVER,
+        provider=provider,
+        message=f"unreadable response: {type(error).__name__}: {error}",
+    )

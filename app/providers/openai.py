@@ -15,7 +15,6 @@ from typing import Any
 
 import openai
 
-from app.config import Settings
 from app.providers.base import (
     ErrorKind,
     Finished,
@@ -26,11 +25,16 @@ from app.providers.base import (
     Usage,
     estimate_tokens,
 )
-from app.providers.keyed import PerLoopClient, key_status, listed_or_defaults, require_key
+from app.providers.keyed import (
+    SdkProvider,
+    key_status,
+    listed_or_defaults,
+    require_key,
+    unmapped_error,
+)
 from app.providers.resilience import (
     kind_for_status,
     parse_retry_after,
-    transport_error_kind,
 )
 
 NAME = "openai"
@@ -104,30 +108,13 @@ def map_error(error: Exception) -> ProviderError:
         return ProviderError(
             kind=ErrorKind.SERVER, provider=NAME, message=_body_message(error.body) or error.message
         )
-    if (kind := transport_error_kind(error)) is not None:
-        return ProviderError(kind=kind, provider=NAME, message=str(error) or type(error).__name__)
-    return ProviderError(
-        kind=ErrorKind.SERVER,
-        provider=NAME,
-        message=f"unreadable response: {type(error).__name__}: {error}",
-    )
+    return unmapped_error(error, provider=NAME)
 
 
-async def _close_client(client: openai.AsyncOpenAI) -> None:
-    await client.close()
-
-
-class OpenAIProvider:
+class OpenAIProvider(SdkProvider[openai.AsyncOpenAI]):
     """The ``openai`` provider: OpenAI's models or any OpenAI-compatible server."""
 
     name = NAME
-
-    def __init__(self, settings: Settings) -> None:
-        self._settings = settings
-        self._client = PerLoopClient(self._make_client, _close_client)
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
 
     def status(self) -> ProviderStatus:
         settings = self._settings
@@ -145,6 +132,9 @@ class OpenAIProvider:
             )
             return replace(status, reason=reason)
         return status
+
+    async def _close_client(self, client: openai.AsyncOpenAI) -> None:
+        await client.close()
 
     def _make_client(self) -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(

@@ -56,6 +56,24 @@ def all_on(provider: str, roles: tuple[str, ...]) -> dict[str, SeatChoice]:
     return {role: SeatChoice(provider=provider) for role in roles}
 
 
+def duel_failing_at_its_first_rebuttal(
+    engine: Engine, settings: Settings, fake_llm: FakeLLMServer
+) -> str:
+    """A two-round duel on one provider whose openings succeed and whose first rebuttal
+    meets a 401."""
+    debate_id = start(
+        engine,
+        settings,
+        topic="Monorepo or polyrepo?",
+        rounds=2,
+        seats=all_on("openai", ("claude", "gemini")),
+    )
+    fake_llm.script(provider="openai", reply="Opening A.")
+    fake_llm.script(provider="openai", reply="Opening B.")
+    fake_llm.script(provider="openai", fault="http_401", error_message="Incorrect API key")
+    return debate_id
+
+
 async def test_panel_claims_run_concurrently_and_cost_the_slowest_call(
     engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer
 ) -> None:
@@ -115,17 +133,7 @@ async def test_every_turn_is_saved_before_it_is_announced(
 async def test_failed_turn_keeps_the_providers_message_and_the_turns_before_it(
     engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer
 ) -> None:
-    debate_id = start(
-        engine,
-        settings,
-        topic="Monorepo or polyrepo?",
-        rounds=2,
-        seats=all_on("openai", ("claude", "gemini")),
-    )
-    # Openings succeed (default replies); the first rebuttal meets a 401.
-    fake_llm.script(provider="openai", reply="Opening A.")
-    fake_llm.script(provider="openai", reply="Opening B.")
-    fake_llm.script(provider="openai", fault="http_401", error_message="Incorrect API key")
+    debate_id = duel_failing_at_its_first_rebuttal(engine, settings, fake_llm)
 
     result = await runner(engine, hub, settings).run(debate_id)
 
@@ -142,15 +150,7 @@ async def test_failed_turn_keeps_the_providers_message_and_the_turns_before_it(
 async def test_resume_reruns_only_the_unfinished_turns(
     engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer
 ) -> None:
-    debate_id = start(
-        engine,
-        settings,
-        topic="Monorepo or polyrepo?",
-        rounds=2,
-        seats=all_on("openai", ("claude", "gemini")),
-    )
-    fake_llm.script(provider="openai", reply="Opening A.", times=2)
-    fake_llm.script(provider="openai", fault="http_401", error_message="Incorrect API key")
+    debate_id = duel_failing_at_its_first_rebuttal(engine, settings, fake_llm)
     assert (await runner(engine, hub, settings).run(debate_id)).status == "failed"
     before = {t.key: t.text for t in turns(engine, debate_id) if t.status == "completed"}
     requests_before = len(fake_llm.requests)
