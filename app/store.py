@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, update
+from sqlalchemy import bindparam, func, insert, update
 from sqlalchemy import select as sql_select
 from sqlmodel import Session, col, select
 
@@ -148,7 +148,9 @@ def set_status(
 
 
 def debate_status(session: Session, *, debate_id: str) -> str | None:
-    return session.exec(select(Debate.status).where(Debate.id == debate_id)).first()
+    # Read before every step of every running debate: a cached Core statement.
+    status = session.connection().execute(_TURN_SQL.status, {"debate_id": debate_id}).scalar()
+    return None if status is None else str(status)
 
 
 def record_turn(
@@ -177,10 +179,13 @@ def record_turn(
     """Save a finished turn, replacing an earlier failed attempt with the same key, and add
     its tokens to the debate's totals.
 
-    Plain SQL statements rather than the ORM's unit of work: this runs once per turn of every
-    running debate, and four statements are all it takes."""
+    Core statements built once (``_TurnStatements``) and run on the session's connection:
+    this runs once per turn of every running debate, and building and coercing a statement
+    with twenty values costs more than SQLite takes to run it."""
+    connection = session.connection()
+    last_seq = connection.execute(_TURN_SQL.last_seq, {"debate_id": debate_id}).scalar()
     values = {
-        "seq": _next_seq(session, debate_id),
+        "seq": int(last_seq or 0) + 1,
         "role": role,
         "label": label,
         "provider": provider,
@@ -200,29 +205,53 @@ def record_turn(
         "finished_at": finished_at,
         "latency_ms": int((finished_at - started_at).total_seconds() * 1000),
     }
-    turns = Turn.__table__  # type: ignore[attr-defined]
-    debates = Debate.__table__  # type: ignore[attr-defined]
-    existing = session.execute(
-        sql_select(turns.c.id).where(turns.c.debate_id == debate_id, turns.c.key == key)
-    ).scalar()
+    existing = connection.execute(_TURN_SQL.find, {"debate_id": debate_id, "key": key}).scalar()
     if existing is None:
-        inserting = insert(turns).values(debate_id=debate_id, key=key, **values)
-        turn_id = int(session.execute(inserting.returning(turns.c.id)).scalar_one())
-    else:
-        session.execute(update(turns).where(turns.c.id == existing).values(**values))
-        turn_id = int(existing)
-    totals = session.execute(
-        update(debates)
-        .where(debates.c.id == debate_id)
-        .values(
-            input_tokens=debates.c.input_tokens + input_tokens,
-            output_tokens=debates.c.output_tokens + output_tokens,
+        inserted = connection.execute(
+            _TURN_SQL.insert, {"debate_id": debate_id, "key": key, **values}
         )
-        .returning(debates.c.input_tokens, debates.c.output_tokens)
+        turn_id = int(inserted.scalar_one())
+    else:
+        connection.execute(_TURN_SQL.update, {"turn_id": existing, **values})
+        turn_id = int(existing)
+    totals = connection.execute(
+        _TURN_SQL.add_tokens,
+        {"debate_id": debate_id, "more_input": input_tokens, "more_output": output_tokens},
     ).one_or_none()
     if totals is None:
         raise LookupError(f"no debate {debate_id}")
     return SavedTurn(turn_id=turn_id, input_tokens=totals[0], output_tokens=totals[1])
+
+
+class _TurnStatements:
+    """The statements a running debate executes at every step, parameterised by name;
+    SQLAlchemy caches each one's compiled form, so a call only binds values."""
+
+    def __init__(self) -> None:
+        turns = Turn.__table__  # type: ignore[attr-defined]
+        debates = Debate.__table__  # type: ignore[attr-defined]
+        self.status = sql_select(debates.c.status).where(debates.c.id == bindparam("debate_id"))
+        self.last_seq = sql_select(func.max(turns.c.seq)).where(
+            turns.c.debate_id == bindparam("debate_id")
+        )
+        self.find = sql_select(turns.c.id).where(
+            turns.c.debate_id == bindparam("debate_id"), turns.c.key == bindparam("key")
+        )
+        # No ``values()``: the columns set are the parameters' names.
+        self.insert = insert(turns).returning(turns.c.id)
+        self.update = update(turns).where(turns.c.id == bindparam("turn_id"))
+        self.add_tokens = (
+            update(debates)
+            .where(debates.c.id == bindparam("debate_id"))
+            .values(
+                input_tokens=debates.c.input_tokens + bindparam("more_input"),
+                output_tokens=debates.c.output_tokens + bindparam("more_output"),
+            )
+            .returning(debates.c.input_tokens, debates.c.output_tokens)
+        )
+
+
+_TURN_SQL = _TurnStatements()
 
 
 def turns_of(session: Session, *, debate_id: str) -> list[Turn]:
@@ -271,11 +300,6 @@ def set_outputs(session: Session, *, debate_id: str, outputs: dict[str, Any]) ->
     debate.outputs = dict(outputs)
     session.add(debate)
     return debate
-
-
-def _next_seq(session: Session, debate_id: str) -> int:
-    current = session.exec(select(func.max(Turn.seq)).where(Turn.debate_id == debate_id)).one()
-    return int(current or 0) + 1
 
 
 def _require(session: Session, debate_id: str) -> Debate:

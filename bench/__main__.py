@@ -139,7 +139,7 @@ async def run(args: argparse.Namespace, plan: Plan, stack: Stack, stamp: str) ->
     window = args.window or plan.window
     result: dict[str, Any] = {}
 
-    async with clients.client() as http:
+    async with clients.client() as http, clients.viewer_session() as watchers:
         if "history" in chosen:
             _say(f"history page over {stack.options.history_debates:,} stored debates")
             result["history"] = await scenarios.history_page(
@@ -156,7 +156,14 @@ async def run(args: argparse.Namespace, plan: Plan, stack: Stack, stamp: str) ->
             ):
                 _say(f"{key.replace('_', ' ')}: one {rounds}-round {fmt} alone")
                 figures = await scenarios.overhead(
-                    stack, http, format=fmt, rounds=rounds, paces=paces, tokens=tokens, limit=300
+                    stack,
+                    http,
+                    watchers,
+                    format=fmt,
+                    rounds=rounds,
+                    paces=paces,
+                    tokens=tokens,
+                    limit=300,
                 )
                 result.setdefault(key, []).append(figures)
         if "memory" in chosen:  # before the load: it leaves the allocator's arenas grown
@@ -164,6 +171,7 @@ async def run(args: argparse.Namespace, plan: Plan, stack: Stack, stamp: str) ->
             result["memory"] = await scenarios.memory(
                 stack,
                 http,
+                watchers,
                 debates=plan.memory_debates,
                 viewers=plan.memory_viewers,
                 tokens=tokens,
@@ -175,10 +183,14 @@ async def run(args: argparse.Namespace, plan: Plan, stack: Stack, stamp: str) ->
                 plan.latency_debates, plan.latency_viewers, 8, plan.warmup, window
             )
             _say(f"latency: {shape.debates} duels x {shape.viewers} viewers")
-            result["latency"] = await scenarios.load(stack, http, shape, paces=paces, tokens=tokens)
+            result["latency"] = await scenarios.load(
+                stack, http, watchers, shape, paces=paces, tokens=tokens
+            )
             await scenarios.app_idle(stack, http)
         if "scale" in chosen:
-            result["scale"] = await _scale(args, plan, stack, http, deadline, window, stamp)
+            result["scale"] = await _scale(
+                args, plan, stack, http, watchers, deadline, window, stamp
+            )
     return result
 
 
@@ -187,6 +199,7 @@ async def _scale(
     plan: Plan,
     stack: Stack,
     http: Any,
+    watchers: Any,
     deadline: float,
     window: float,
     stamp: str,
@@ -213,7 +226,7 @@ async def _scale(
             debates, args.scale_viewers, args.scale_rounds, plan.warmup, window
         )
         step = await scenarios.load(
-            stack, http, shape, paces=stack.options.paces, tokens=stack.options.tokens
+            stack, http, watchers, shape, paces=stack.options.paces, tokens=stack.options.tokens
         )
         step["passed"] = _step_passed(step, limit)
         out["steps"].append(step)
@@ -238,6 +251,7 @@ async def _scale(
         step = await scenarios.load(
             stack,
             http,
+            watchers,
             shape,
             paces=stack.options.paces,
             tokens=stack.options.tokens,

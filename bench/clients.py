@@ -1,5 +1,6 @@
-"""The benchmark's side of the wire: starting debates over the JSON API and watching them
-with real server-sent-event clients (httpx streaming on asyncio), as many per debate as asked.
+"""The benchmark's side of the wire: starting debates over the JSON API (httpx) and watching
+them with real server-sent-event clients (aiohttp, whose C parser keeps the viewers' own CPU
+low: they share the machine's cores with the app), as many per debate as asked.
 
 A viewer turns every time stamp it finds in a ``delta`` into one latency sample: its own
 ``time.monotonic()`` on receipt minus the fake's at sending. Stamps sent before the viewer
@@ -15,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 import httpx
 
 from bench.fake_providers import STAMP_PATTERN
@@ -29,6 +31,13 @@ def client(*, connections: int = 4000) -> httpx.AsyncClient:
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     timeout = httpx.Timeout(60.0, read=None)  # a stream may be quiet for a long first token
     return httpx.AsyncClient(limits=limits, timeout=timeout, trust_env=False)
+
+
+def viewer_session(*, connections: int = 4000) -> aiohttp.ClientSession:
+    connector = aiohttp.TCPConnector(limit=connections)
+    # A stream may be quiet for a long first token: no read timeout.
+    timeout = aiohttp.ClientTimeout(total=None, connect=60.0, sock_read=None)
+    return aiohttp.ClientSession(connector=connector, timeout=timeout, trust_env=False)
 
 
 @dataclass
@@ -82,7 +91,7 @@ async def cancel_debate(http: httpx.AsyncClient, base_url: str, debate_id: str) 
 
 
 async def watch(
-    http: httpx.AsyncClient,
+    viewers: aiohttp.ClientSession,
     base_url: str,
     debate_id: str,
     samples: Samples,
@@ -94,11 +103,12 @@ async def watch(
     result = ViewResult(debate_id)
     url = f"{base_url}/api/debates/{debate_id}/events"
     try:
-        async with http.stream("GET", url) as response:
+        async with viewers.get(url) as response:
             response.raise_for_status()
             result.connected_at = time.monotonic()
             event_type, data = "message", ""
-            async for line in response.aiter_lines():
+            async for raw in response.content:
+                line = raw.decode().rstrip("\r\n")
                 if line.startswith("event:"):
                     event_type = line[6:].strip()
                 elif line.startswith("data:"):
@@ -118,7 +128,7 @@ async def watch(
                         result.ended_at = received
                         result.end_status = str(json.loads(data).get("status"))
                     event_type, data = "message", ""
-    except (httpx.HTTPError, RuntimeError) as error:
+    except (aiohttp.ClientError, RuntimeError, ValueError) as error:
         result.error = f"{type(error).__name__}: {error}"
     return result
 

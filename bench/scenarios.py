@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import functools
 import itertools
+import os
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import aiohttp
 import httpx
 
 from bench import processes
@@ -102,6 +104,7 @@ async def history_page(
 async def overhead(
     stack: Stack,
     http: httpx.AsyncClient,
+    watchers: aiohttp.ClientSession,
     *,
     format: str,
     rounds: int,
@@ -116,7 +119,7 @@ async def overhead(
         http, stack.app_url, topic=_topic(format), format=format, rounds=rounds
     )
     view = await asyncio.wait_for(
-        watch(http, stack.app_url, debate_id, samples, primary=True), limit
+        watch(watchers, stack.app_url, debate_id, samples, primary=True), limit
     )
     if view.ended_at is None:
         raise RuntimeError(f"{format} {debate_id} did not end: {view.error}")
@@ -192,6 +195,7 @@ class Profiler:
                 "--format",
                 "raw",
                 "--nonblocking",
+                "--gil",
                 "--output",
                 str(out),
             ],
@@ -209,6 +213,7 @@ class Profiler:
 async def load(
     stack: Stack,
     http: httpx.AsyncClient,
+    watchers: aiohttp.ClientSession,
     shape: LoadShape,
     *,
     paces: dict[str, Pace],
@@ -235,7 +240,7 @@ async def load(
         for viewer in range(shape.viewers):
             views.append(
                 asyncio.create_task(
-                    watch(http, stack.app_url, debate_id, samples, primary=viewer == 0)
+                    watch(watchers, stack.app_url, debate_id, samples, primary=viewer == 0)
                 )
             )
 
@@ -251,10 +256,12 @@ async def load(
     probe = asyncio.create_task(_probe(http, f"{stack.app_url}/healthz"))
     profiler = Profiler(stack.app_pid, profile_to, shape.window) if profile_to else None
     app0, fake0 = processes.usage(stack.app_pid), processes.usage(stack.fake_pid)
+    own0 = processes.usage(os.getpid())
     samples.open = True
     await asyncio.sleep(shape.window)
     samples.open = False
     app1, fake1 = processes.usage(stack.app_pid), processes.usage(stack.fake_pid)
+    own1 = processes.usage(os.getpid())
     lags = await lag.stop()
     probe.cancel()
     probes = (await asyncio.gather(probe, return_exceptions=True))[0]
@@ -281,6 +288,10 @@ async def load(
         "tokens_per_second": round(tokens_seen / elapsed, 1) if elapsed else None,
         "app_cpu_utilisation": round(app_cpu / elapsed, 3) if elapsed else None,
         "fake_cpu_utilisation": round((fake1.cpu_seconds - fake0.cpu_seconds) / elapsed, 3)
+        if elapsed
+        else None,
+        # The viewers and the prober share the machine's cores with the app.
+        "clients_cpu_utilisation": round((own1.cpu_seconds - own0.cpu_seconds) / elapsed, 3)
         if elapsed
         else None,
         "app_cpu_seconds_per_1000_tokens": round(app_cpu / tokens_seen * 1000, 4)
@@ -341,6 +352,7 @@ async def app_idle(stack: Stack, http: httpx.AsyncClient, *, limit: float = 60) 
 async def memory(
     stack: Stack,
     http: httpx.AsyncClient,
+    watchers: aiohttp.ClientSession,
     *,
     debates: int,
     viewers: int,
@@ -373,7 +385,14 @@ async def memory(
             connected.append(event)
             views.append(
                 asyncio.create_task(
-                    watch(http, stack.app_url, debate_id, samples, primary=False, first_event=event)
+                    watch(
+                        watchers,
+                        stack.app_url,
+                        debate_id,
+                        samples,
+                        primary=False,
+                        first_event=event,
+                    )
                 )
             )
     with contextlib.suppress(TimeoutError):
