@@ -3,7 +3,8 @@ and the background jobs; routes reach them through ``app.state`` (``app.web.deps
 
 from __future__ import annotations
 
-import gc
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -13,6 +14,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app import collector
 from app.config import Settings, get_settings
 from app.db import get_engine
 from app.events import EventHub
@@ -38,16 +40,6 @@ def available_providers(settings: Settings) -> dict[str, Provider]:
     return providers
 
 
-def tune_garbage_collector() -> None:
-    """Streaming builds many short-lived objects per token (the SDKs' parsed events); with
-    the default thresholds the collector runs every few hundred of them and walks the
-    long-lived ones (templates, SDK modules) each time. Start-up objects are frozen out of
-    its sight and young collections made rarer."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 50)
-
-
 def create_app(
     settings: Settings | None = None, *, providers: Mapping[str, Provider] | None = None
 ) -> FastAPI:
@@ -66,10 +58,14 @@ def create_app(
         app.state.jobs = jobs
         app.state.statuses = ProviderStatuses(chosen, settings)
         await jobs.start()
-        tune_garbage_collector()
+        collector.tune_at_start()
+        collecting = asyncio.create_task(collector.CollectorSchedule().run())
         try:
             yield
         finally:
+            collecting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await collecting
             await jobs.shutdown()
             await close_providers(chosen)
 
