@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import clients, processes, scenarios
-from bench.fake_providers import Pace, paces_from, parse_pace
+from bench.fake_providers import Pace, paces_from, parse_pace, realistic_paces
 from bench.hotspots import summarize
 from bench.report import table, write_json
 from bench.stack import Stack, StackOptions
@@ -33,7 +33,7 @@ class Plan:
     """How big each scenario is: the full run, or ``--quick`` for a smoke run."""
 
     tokens: int
-    default_pace: Pace
+    default_paces: dict[str, Pace]
     history_debates: int
     history_requests: int
     latency_debates: int
@@ -48,7 +48,7 @@ class Plan:
 
 FULL = Plan(
     tokens=100,
-    default_pace=Pace(0.5, 50.0),
+    default_paces=realistic_paces(0.5, 50.0),
     history_debates=10_000,
     history_requests=1_000,
     latency_debates=50,
@@ -62,7 +62,7 @@ FULL = Plan(
 )
 QUICK = Plan(
     tokens=20,
-    default_pace=Pace(0.2, 50.0),
+    default_paces=realistic_paces(0.2, 50.0),
     history_debates=1_000,
     history_requests=200,
     latency_debates=10,
@@ -102,7 +102,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=[],
         metavar="PROVIDER=DELAY:RATE[:CHUNK]",
         help="first-token delay (s), tokens/s and tokens per wire chunk of a provider's seats, "
-        "e.g. anthropic=0.8:40:3 or all=0.5:50 (full 0.5:50:1, quick 0.2:50:1); repeatable",
+        "e.g. anthropic=0.8:40:3, or all=0.5:50:1 for one token per chunk everywhere (the worst "
+        "case); default full 0.5:50 and quick 0.2:50, chunked as each API streams (anthropic 3, "
+        "gemini 10, openai 1); repeatable",
     )
     parser.add_argument("--scale-steps", help="comma-separated debate counts for the ladder")
     parser.add_argument("--scale-viewers", type=int, default=2, help="viewers per duel (scale)")
@@ -280,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = QUICK if args.quick else FULL
     stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
     options = StackOptions(
-        paces=paces_from(args.pace, plan.default_pace),
+        paces=paces_from(args.pace, plan.default_paces),
         tokens=args.tokens or plan.tokens,
         history_debates=plan.history_debates
         if args.history_debates is None

@@ -69,8 +69,21 @@ def parse_pace(text: str) -> tuple[str, Pace]:
     return name, Pace(float(delay), float(rate), int(chunk or 1))
 
 
-def paces_from(items: list[tuple[str, Pace]], default: Pace) -> dict[str, Pace]:
-    paces = dict.fromkeys(PROVIDERS, default)
+# Tokens per wire event as the real APIs stream them: Anthropic's text deltas carry a few
+# tokens, Gemini's chunks a phrase or more (often far more than 10), OpenAI's chat chunks one.
+REALISTIC_TOKENS_PER_CHUNK = {"anthropic": 3, "gemini": 10, "openai": 1}
+
+
+def realistic_paces(first_token_delay: float, tokens_per_second: float) -> dict[str, Pace]:
+    """Every provider at one pace, each sending the tokens per wire event its API does."""
+    return {
+        name: Pace(first_token_delay, tokens_per_second, REALISTIC_TOKENS_PER_CHUNK[name])
+        for name in PROVIDERS
+    }
+
+
+def paces_from(items: list[tuple[str, Pace]], defaults: dict[str, Pace]) -> dict[str, Pace]:
+    paces = dict(defaults)
     for name, pace in items:
         if name == "all":
             paces = dict.fromkeys(PROVIDERS, pace)
@@ -175,7 +188,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.host != "127.0.0.1":
         sys.exit("the benchmark's fake only listens on 127.0.0.1")
-    serve(args.host, args.port, paces_from(args.pace, Pace()), args.tokens)
+    serve(args.host, args.port, paces_from(args.pace, realistic_paces(0.5, 50.0)), args.tokens)
 
 
 if __name__ == "__main__":
