@@ -2,7 +2,8 @@
 
 Owns the request shape (system apart, user/assistant turns), the reading of the SSE events
 into text deltas and usage, and the mapping of every SDK failure onto ``ProviderError``.
-The SDK's own retries are off: ``resilience`` retries.
+The SDK's own retries are off: ``resilience`` retries. Requests go over the SDK's aiohttp
+transport (``DefaultAioHttpClient``), which costs far less CPU than its default one.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from app.providers.base import (
 )
 from app.providers.keyed import (
     SdkProvider,
+    connection_error_posing_as_timeout,
     key_status,
     listed_or_defaults,
     require_key,
@@ -89,6 +91,9 @@ def map_error(error: Exception) -> ProviderError:
     """The ``ProviderError`` for any failure the SDK (or the stream under it) raised."""
     if isinstance(error, ProviderError):
         return error
+    if isinstance(error, anthropic.APITimeoutError) and connection_error_posing_as_timeout(error):
+        # The SDK's own words for a connection error, as its default transport gives them.
+        return ProviderError(kind=ErrorKind.CONNECTION, provider=NAME, message="Connection error.")
     if isinstance(error, anthropic.APITimeoutError):
         return ProviderError(kind=ErrorKind.TIMEOUT, provider=NAME, message=str(error))
     if isinstance(error, anthropic.APIConnectionError):
@@ -140,6 +145,8 @@ class AnthropicProvider(SdkProvider[anthropic.AsyncAnthropic]):
             base_url=self._settings.anthropic_base_url,
             max_retries=0,
             timeout=self._settings.request_timeout,
+            # aiohttp under the SDK's httpx API: about half the CPU per request and per event.
+            http_client=anthropic.DefaultAioHttpClient(),
         )
 
     async def list_models(self) -> list[str]:

@@ -9,6 +9,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
+import aiohttp
 from pydantic import SecretStr
 
 from app.config import Settings
@@ -47,8 +48,9 @@ def require_key(key: SecretStr | None, *, provider: str, key_env: str) -> str:
 
 
 # Every client not yet closed by its owner. A collected SDK client closes itself on whatever
-# loop runs then, which fails if it was opened on another: so an unclosed client (its loop
-# gone, its owner never closing it) is kept until the process ends instead.
+# loop runs then, which fails if it was opened on another, or (an aiohttp session) complains
+# of being left open: so an unclosed client (its loop gone, its owner never closing it) is
+# kept until the process ends instead.
 _UNCLOSED: list[object] = []
 
 
@@ -110,13 +112,57 @@ class SdkProvider(ABC, Generic[Client]):
     async def _close_client(self, client: Client) -> None: ...
 
 
+def aiohttp_error(error: BaseException) -> aiohttp.ClientError | None:
+    """The aiohttp error behind a failure, if any: google-genai raises aiohttp's errors as
+    they are; the anthropic and openai SDKs' aiohttp transport wraps them once or twice."""
+    seen: BaseException | None = error
+    for _ in range(3):
+        if seen is None or isinstance(seen, aiohttp.ClientError):
+            return seen
+        seen = seen.__cause__
+    return None
+
+
+def connection_error_posing_as_timeout(error: BaseException) -> bool:
+    """Whether an SDK's "timeout" is a refused or dropped connection: the aiohttp transport
+    of the anthropic and openai SDKs (some versions) reports every aiohttp connection error,
+    timed out or not, as a connect timeout."""
+    below = aiohttp_error(error)
+    return isinstance(below, aiohttp.ClientConnectionError) and not isinstance(below, TimeoutError)
+
+
+def _aiohttp_failure(error: aiohttp.ClientError) -> tuple[ErrorKind, str] | None:
+    """The kind and a plain message for a network failure aiohttp reported."""
+    if isinstance(error, TimeoutError):  # aiohttp's timeouts are TimeoutErrors too
+        return ErrorKind.TIMEOUT, str(error) or "the request timed out"
+    if isinstance(error, aiohttp.ClientConnectorError) and not isinstance(
+        error, aiohttp.ClientSSLError
+    ):
+        # Not str(error): that quotes the SSL context's repr.
+        why = error.strerror or type(error.os_error).__name__
+        return ErrorKind.CONNECTION, f"Cannot connect to host {error.host}:{error.port} [{why}]"
+    if isinstance(error, aiohttp.ClientPayloadError):
+        # The body broke off (the connection closed mid-response) or its framing was bad.
+        detail = getattr(error.__cause__, "message", None)
+        reason = detail if isinstance(detail, str) and detail else str(error)
+        return ErrorKind.CONNECTION, f"incomplete response: {reason}"
+    if isinstance(error, aiohttp.ClientConnectionError):
+        return ErrorKind.CONNECTION, str(error) or type(error).__name__
+    return None
+
+
 def unmapped_error(error: Exception, *, provider: str) -> ProviderError:
     """A failure that is not one of the API's errors: a transport failure by its kind, or a
     response the SDK could not read (a malformed event), which is the server misbehaving."""
+    below = aiohttp_error(error)
+    if below is not None and (failure := _aiohttp_failure(below)) is not None:
+        return ProviderError(kind=failure[0], provider=provider, message=failure[1])
     if (kind := transport_error_kind(error)) is not None:
-        return ProviderError(
-            kind=kind, provider=provider, message=str(error) or type(error).__name__
+        # A bare TimeoutError (google-genai's total timeout over aiohttp) has no words.
+        message = str(error) or (
+            "the request timed out" if kind is ErrorKind.TIMEOUT else type(error).__name__
         )
+        return ProviderError(kind=kind, provider=provider, message=message)
     return ProviderError(
         kind=ErrorKind.SERVER,
         provider=provider,

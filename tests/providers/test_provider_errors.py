@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -123,6 +124,28 @@ async def test_connection_refused_is_a_connection_error(
         GOOGLE_GEMINI_BASE_URL=refused,
     )
     error = await _failure(provider_name, settings)
+    assert (error.kind, error.status, error.retryable) == (ErrorKind.CONNECTION, None, True)
+
+
+@pytest.mark.parametrize("provider_name", PROVIDERS)
+async def test_a_server_that_hangs_up_unanswered_is_a_connection_error(
+    fake_llm: FakeLLMServer, tmp_path: Path, provider_name: str
+) -> None:
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1024)  # the request arrives; no response is sent
+        writer.close()
+
+    server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    settings = fake_settings(
+        fake_llm,
+        tmp_path,
+        ANTHROPIC_BASE_URL=url,
+        OPENAI_BASE_URL=f"{url}/v1",
+        GOOGLE_GEMINI_BASE_URL=url,
+    )
+    async with server:
+        error = await _failure(provider_name, settings)
     assert (error.kind, error.status, error.retryable) == (ErrorKind.CONNECTION, None, True)
 
 
