@@ -74,6 +74,11 @@ class Settings(BaseSettings):
 
     # Debates and the web app.
     max_concurrent_debates: int = Field(default=16, ge=1)
+    provider_worker: bool = Field(
+        default=False,
+        description="Run the Claude, Gemini and OpenAI calls in a worker process: for a "
+        "server carrying hundreds of debates at once (app.providers.worker).",
+    )
     debate_token_budget: int | None = Field(default=None, ge=1)
 
     # Access to the web app (``app.web.security``). With none of these set, anyone who can

@@ -128,6 +128,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
     parser.add_argument(
+        "--provider-worker",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run the app with ARGUE_PROVIDER_WORKER=1 (its SDK calls in a worker process); "
+        "its CPU counts as the app's",
+    )
+    parser.add_argument(
         "--keep-home", action="store_true", help="keep the temporary data folder and logs"
     )
     return parser.parse_args(argv)
@@ -288,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.history_debates is None
         else args.history_debates,
         keep_home=args.keep_home,
+        provider_worker=args.provider_worker,
     )
     # SIGTERM ends the run like Ctrl-C: through the finally below, which stops the children.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

@@ -115,6 +115,16 @@ def usage(pid: int) -> Usage:
     return Usage(time.monotonic(), (utime + stime) / _CLOCK_TICKS, rss)
 
 
+def child_running(pid: int, module: str) -> int | None:
+    """The child of ``pid`` whose command line runs ``module``, if there is one."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            with contextlib.suppress(OSError):
+                if module in Path(f"/proc/{child}/cmdline").read_text():
+                    return int(child)
+    return None
+
+
 def python_child(pid: int) -> int:
     """The pid that runs Python under a wrapper such as ``py-spy record -- python …``."""
     for task in Path(f"/proc/{pid}/task").iterdir():

@@ -95,10 +95,12 @@ def rows(result: dict[str, Any]) -> list[Row]:
             t = step["token_to_viewer"]
             out.append(
                 Row(
-                    f"  {step['debates']} duels: p50/p99/max ms, CPU app/fake/clients, "
+                    f"  {step['debates']} duels: p50/p99/max ms, CPU app (web)/fake/clients, "
                     "app CPU s/1k tokens",
                     f"{_fmt(t['p50_ms'])}/{_fmt(t['p99_ms'])}/{_fmt(t['max_ms'])}, "
-                    f"{_fmt(step['app_cpu_utilisation'])}/{_fmt(step['fake_cpu_utilisation'])}/"
+                    f"{_fmt(step['app_cpu_utilisation'])} "
+                    f"({_fmt(step.get('web_process_cpu_utilisation'))})/"
+                    f"{_fmt(step['fake_cpu_utilisation'])}/"
                     f"{_fmt(step.get('clients_cpu_utilisation'))}, "
                     f"{_fmt(step['app_cpu_seconds_per_1000_tokens'])}",
                 )

@@ -80,11 +80,11 @@ async def history_page(
 
     for _ in range(min(10, requests)):  # warm the templates and the page cache
         await http.get(url)
-    before = processes.usage(stack.app_pid)
+    before = stack.app_usage()
     started = time.monotonic()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.monotonic() - started
-    after = processes.usage(stack.app_pid)
+    after = stack.app_usage()
     return {
         "stored_debates": stack.options.history_debates,
         "requests": requests,
@@ -255,13 +255,13 @@ async def load(
     lag.start()
     probe = asyncio.create_task(_probe(http, f"{stack.app_url}/healthz"))
     profiler = Profiler(stack.app_pid, profile_to, shape.window) if profile_to else None
-    app0, fake0 = processes.usage(stack.app_pid), processes.usage(stack.fake_pid)
-    own0 = processes.usage(os.getpid())
+    app0, fake0 = stack.app_usage(), processes.usage(stack.fake_pid)
+    web0, own0 = processes.usage(stack.app_pid), processes.usage(os.getpid())
     samples.open = True
     await asyncio.sleep(shape.window)
     samples.open = False
-    app1, fake1 = processes.usage(stack.app_pid), processes.usage(stack.fake_pid)
-    own1 = processes.usage(os.getpid())
+    app1, fake1 = stack.app_usage(), processes.usage(stack.fake_pid)
+    web1, own1 = processes.usage(stack.app_pid), processes.usage(os.getpid())
     lags = await lag.stop()
     probe.cancel()
     probes = (await asyncio.gather(probe, return_exceptions=True))[0]
@@ -286,7 +286,11 @@ async def load(
         "token_to_viewer": latency_summary(samples.latencies),
         "tokens_streamed_in_window": tokens_seen,
         "tokens_per_second": round(tokens_seen / elapsed, 1) if elapsed else None,
+        # The app is the web process plus its provider worker (when it has one).
         "app_cpu_utilisation": round(app_cpu / elapsed, 3) if elapsed else None,
+        "web_process_cpu_utilisation": round((web1.cpu_seconds - web0.cpu_seconds) / elapsed, 3)
+        if elapsed
+        else None,
         "fake_cpu_utilisation": round((fake1.cpu_seconds - fake0.cpu_seconds) / elapsed, 3)
         if elapsed
         else None,
@@ -364,7 +368,7 @@ async def memory(
     hold = dict.fromkeys(stack.options.paces, Pace(first_token_delay=limit * 3))
     await script_paces(http, stack.fake_url, hold, tokens)
     await asyncio.sleep(1)
-    idle = processes.usage(stack.app_pid)
+    idle = stack.app_usage()
     ids = [
         r
         for r in await _bounded(
@@ -375,7 +379,7 @@ async def memory(
     ]
     calls_open = await _wait_for_calls(stack, http, 2 * len(ids), limit)
     await asyncio.sleep(1)
-    running = processes.usage(stack.app_pid)
+    running = stack.app_usage()
     samples = Samples(open=False)
     connected: list[asyncio.Event] = []
     views: list[asyncio.Task[ViewResult]] = []
@@ -398,7 +402,7 @@ async def memory(
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(asyncio.gather(*(e.wait() for e in connected)), limit)
     await asyncio.sleep(1)
-    watched = processes.usage(stack.app_pid)
+    watched = stack.app_usage()
     await _bounded(32, [functools.partial(cancel_debate, http, stack.app_url, d) for d in ids])
     await _finish(views, limit=30)
     n_viewers = sum(e.is_set() for e in connected)

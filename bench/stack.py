@@ -26,6 +26,7 @@ class StackOptions:
     history_debates: int
     keep_home: bool = False
     access_log: bool = False
+    provider_worker: bool = True
 
 
 @dataclass
@@ -84,6 +85,20 @@ class Stack:
         self.app_url = f"http://{processes.HOST}:{port}"
         processes.wait_until_ready(f"{self.app_url}/healthz", process)
         self.app_pid = process.pid
+        self._wait_until_settled()
+
+    def _wait_until_settled(self, *, limit: float = 20.0) -> None:
+        """Until the app's start-up work is done (its provider worker imports the SDKs in
+        the background): figures measured during it would be start-up, not service."""
+        deadline = time.monotonic() + limit
+        before = self.app_usage()
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            after = self.app_usage()
+            settled = self.worker_pid() is not None or not self.options.provider_worker
+            if settled and after.cpu_seconds - before.cpu_seconds < 0.05:
+                return
+            before = after
 
     def app_env(self) -> dict[str, str]:
         env = {
@@ -105,8 +120,27 @@ class Stack:
             ARGUE_STALL_TIMEOUT="30",
             ARGUE_REQUEST_TIMEOUT="300",
             PYTHONUNBUFFERED="1",
+            ARGUE_PROVIDER_WORKER="1" if self.options.provider_worker else "0",
         )
         return env
+
+    def app_usage(self) -> processes.Usage:
+        """The app's CPU and memory: the web process and, when it runs, its provider worker."""
+        web = processes.usage(self.app_pid)
+        worker = self.worker_pid()
+        if worker is None:
+            return web
+        try:
+            extra = processes.usage(worker)
+        except OSError:  # it just stopped
+            return web
+        return processes.Usage(
+            web.at, web.cpu_seconds + extra.cpu_seconds, web.rss_bytes + extra.rss_bytes
+        )
+
+    def worker_pid(self) -> int | None:
+        """The app's provider worker process, once its first call has started it."""
+        return processes.child_running(self.app_pid, "app.providers.worker")
 
     def app_log_tail(self, lines: int = 20) -> str:
         path = self.home / "app.log"

@@ -20,8 +20,9 @@ from app.db import get_engine
 from app.events import EventHub
 from app.jobs import JobManager
 from app.migrate import migrate
-from app.providers.base import Provider
+from app.providers.base import Provider, ProviderError
 from app.providers.registry import PROVIDER_NAMES, build_provider, close_providers
+from app.providers.worker import ProviderWorker, in_worker_process
 from app.web import api, pages, security, stream
 from app.web.deps import STATIC_DIR, ProviderStatuses, make_templates
 
@@ -50,6 +51,13 @@ def create_app(
         engine = get_engine(settings)
         migrate(engine)
         chosen = dict(providers) if providers is not None else available_providers(settings)
+        if settings.provider_worker:
+            worker = ProviderWorker(settings)
+            try:
+                await worker.start()
+            except ProviderError as error:  # the first call tries again
+                log.warning("%s", error)
+            chosen = in_worker_process(chosen, worker)
         hub = EventHub()
         jobs = JobManager(engine=engine, hub=hub, providers=chosen, settings=settings)
         app.state.settings = settings

@@ -1,0 +1,453 @@
+"""Provider calls in a worker process.
+
+A server streaming hundreds of debates spends about half of its one core (Python runs one
+thread at a time) inside the providers' SDKs: their HTTP clients and their parsing of every
+streamed event. With ``ARGUE_PROVIDER_WORKER=1`` the Claude, Gemini and OpenAI adapters run
+in a child process instead, on another core, and the web process keeps the debates, the
+database and the viewers. ``RemoteProvider`` stands in for an adapter: same ``Provider``
+protocol, so the runner and the retries do not know the difference.
+
+The two processes talk over the child's stdin and stdout: length-prefixed pickles of tuples
+(the child is this same program, so nothing untrusted is unpickled).
+
+    parent → child   ("settings", Settings)            once, first
+                     ("stream", call, provider, model, system, [(role, content)…], max_tokens)
+                     ("cancel", call)
+    child → parent   a list of messages per write:
+                     ("delta", call, text)             the call's text since its last delta
+                     ("finished", call, input_tokens, output_tokens, estimated, stop_reason)
+                     ("error", call, kind, provider, message, status, retry_after, retryable)
+
+The child gathers everything that arrived in one turn of its event loop into one write,
+joining each call's text. It exits when its stdin closes (the parent stopped, or died); when
+it dies, every open call fails with a retryable connection error and the next call starts a
+new child.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import pickle
+import signal
+import struct
+import sys
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from app.config import Settings
+from app.providers.base import (
+    ErrorKind,
+    Finished,
+    Message,
+    Provider,
+    ProviderError,
+    ProviderStatus,
+    TextDelta,
+    Usage,
+)
+
+log = logging.getLogger(__name__)
+
+# The adapters whose work is worth moving: HTTP APIs parsed by an SDK. The local model has
+# its own threads, and the CLI providers are child processes already.
+WORKER_PROVIDERS = ("anthropic", "gemini", "openai")
+
+_HEADER = struct.Struct("!I")
+_STOP_SECONDS = 5.0
+
+Wire = tuple[Any, ...]
+
+
+def _frame(message: object) -> bytes:
+    body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return _HEADER.pack(len(body)) + body
+
+
+async def _read_frame(reader: asyncio.StreamReader) -> Any:
+    """The next message, or None at the end of the stream."""
+    try:
+        header = await reader.readexactly(_HEADER.size)
+        return pickle.loads(await reader.readexactly(_HEADER.unpack(header)[0]))
+    except asyncio.IncompleteReadError:
+        return None
+
+
+def _error_message(call: int, error: ProviderError) -> Wire:
+    return (
+        "error",
+        call,
+        error.kind.value,
+        error.provider,
+        error.message,
+        error.status,
+        error.retry_after,
+        error.retryable,
+    )
+
+
+def _error_from(message: Wire) -> ProviderError:
+    _, _, kind, provider, text, status, retry_after, retryable = message
+    return ProviderError(
+        kind=ErrorKind(kind),
+        provider=provider,
+        message=text,
+        status=status,
+        retry_after=retry_after,
+        retryable=retryable,
+    )
+
+
+# -- the parent's side ----------------------------------------------------------------------
+
+
+class ProviderWorker:
+    """The child process, started on the first call and again after it dies."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._process: asyncio.subprocess.Process | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._reading: asyncio.Task[None] | None = None
+        self._starting = asyncio.Lock()
+        self._calls: dict[int, asyncio.Queue[Wire]] = {}
+        self._ids = itertools.count(1)
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    async def start(self) -> None:
+        """Start the child now (it imports the SDKs while the server starts) rather than on
+        the first call, which would wait for that."""
+        await self._ensure_started("worker")
+
+    async def stream(
+        self,
+        provider: str,
+        *,
+        model: str,
+        system: str,
+        messages: Sequence[Message],
+        max_tokens: int,
+    ) -> AsyncIterator[TextDelta | Finished]:
+        await self._ensure_started(provider)
+        call = next(self._ids)
+        inbox: asyncio.Queue[Wire] = asyncio.Queue()
+        self._calls[call] = inbox
+        turns = [(m.role, m.content) for m in messages]
+        self._send(("stream", call, provider, model, system, turns, max_tokens))
+        if self._process is None:  # it died while starting: nothing will answer
+            self._calls.pop(call, None)
+            raise ProviderError(
+                kind=ErrorKind.CONNECTION,
+                provider=provider,
+                message="the provider worker process stopped",
+            )
+        answered = False
+        try:
+            while True:
+                message = await inbox.get()
+                if message[0] == "delta":
+                    yield TextDelta(message[2])
+                elif message[0] == "finished":
+                    answered = True
+                    _, _, input_tokens, output_tokens, estimated, stop_reason = message
+                    yield Finished(Usage(input_tokens, output_tokens, estimated), stop_reason)
+                    return
+                else:
+                    answered = True
+                    raise _error_from(message)
+        finally:
+            self._calls.pop(call, None)
+            if not answered:  # the consumer gave up (a stall, a cancelled debate)
+                self._send(("cancel", call))
+
+    async def aclose(self) -> None:
+        """Close the child's stdin (it finishes and exits), then wait for it."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            await asyncio.wait_for(process.wait(), _STOP_SECONDS)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+        if self._reading is not None:
+            self._reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reading
+
+    async def _ensure_started(self, provider: str) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            # Another event loop (tests run several): that loop's child cannot be read here.
+            self._abandon()
+            self._loop, self._starting = loop, asyncio.Lock()
+        async with self._starting:
+            if self._process is not None and self._process.returncode is None:
+                return
+            try:
+                self._process = await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    "-m",
+                    "app.providers.worker",
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                )
+            except OSError as error:
+                raise ProviderError(
+                    kind=ErrorKind.CONNECTION,
+                    provider=provider,
+                    message=f"could not start the provider worker process: {error}",
+                ) from error
+            self._send(("settings", self._settings))
+            self._reading = asyncio.create_task(self._read(self._process))
+
+    def _send(self, message: Wire) -> None:
+        process = self._process
+        if process is None or process.stdin is None or process.stdin.is_closing():
+            return
+        process.stdin.write(_frame(message))
+
+    async def _read(self, process: asyncio.subprocess.Process) -> None:
+        assert process.stdout is not None
+        try:
+            while (batch := await _read_frame(process.stdout)) is not None:
+                for message in batch:
+                    inbox = self._calls.get(message[1])
+                    if inbox is not None:
+                        inbox.put_nowait(message)
+        except (pickle.UnpicklingError, EOFError, ValueError, IndexError, TypeError) as error:
+            log.error("provider worker: unreadable output (%s); stopping it", error)
+        finally:
+            # Its output ended or cannot be read: it is of no more use either way.
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            code = await process.wait()
+            if self._process is process:
+                self._process = None
+            self._fail_open_calls(f"the provider worker process stopped (exit status {code})")
+
+    def _fail_open_calls(self, why: str) -> None:
+        for call, inbox in list(self._calls.items()):
+            inbox.put_nowait(
+                ("error", call, ErrorKind.CONNECTION.value, "worker", why, None, None, True)
+            )
+
+    def _abandon(self) -> None:
+        """Forget a child started on another (finished) loop; it exits on its own when its
+        stdin closes, and is killed here in case it does not."""
+        process, self._process = self._process, None
+        self._reading = None
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGKILL)
+
+
+class RemoteProvider:
+    """An adapter whose calls run in the worker process; its status and model list, which
+    need no streaming, are answered here by the adapter itself."""
+
+    def __init__(self, local: Provider, worker: ProviderWorker) -> None:
+        self.name = local.name
+        self._local = local
+        self._worker = worker
+
+    def status(self) -> ProviderStatus:
+        return self._local.status()
+
+    async def list_models(self) -> list[str]:
+        return await self._local.list_models()
+
+    def stream(
+        self,
+        *,
+        model: str,
+        system: str,
+        messages: Sequence[Message],
+        max_tokens: int,
+    ) -> AsyncIterator[TextDelta | Finished]:
+        return self._worker.stream(
+            self.name, model=model, system=system, messages=messages, max_tokens=max_tokens
+        )
+
+    async def aclose(self) -> None:
+        close = getattr(self._local, "aclose", None)
+        if close is not None:
+            await close()
+        await self._worker.aclose()
+
+
+def in_worker_process(
+    providers: dict[str, Provider], worker: ProviderWorker
+) -> dict[str, Provider]:
+    """The same providers, the HTTP adapters among them answered by the worker process."""
+    return {
+        name: RemoteProvider(provider, worker) if name in WORKER_PROVIDERS else provider
+        for name, provider in providers.items()
+    }
+
+
+# -- the child's side -----------------------------------------------------------------------
+
+
+class _Outbox:
+    """Messages to the parent, written once per turn of the event loop."""
+
+    def __init__(self, transport: asyncio.WriteTransport) -> None:
+        self._transport = transport
+        self._text: dict[int, list[str]] = {}
+        self._messages: list[Wire] = []
+        self._scheduled = False
+
+    def delta(self, call: int, text: str) -> None:
+        self._text.setdefault(call, []).append(text)
+        self._schedule()
+
+    def send(self, message: Wire) -> None:
+        """A call's last message, after the text it still has waiting."""
+        parts = self._text.pop(message[1], None)
+        if parts:
+            self._messages.append(("delta", message[1], "".join(parts)))
+        self._messages.append(message)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._scheduled = False
+        batch = [("delta", call, "".join(parts)) for call, parts in self._text.items()]
+        batch += self._messages
+        self._text, self._messages = {}, []
+        if batch and not self._transport.is_closing():
+            self._transport.write(_frame(batch))
+
+
+class _Child:
+    def __init__(self, settings: Settings, outbox: _Outbox) -> None:
+        self._settings = settings
+        self._outbox = outbox
+        self._providers: dict[str, Provider] = {}
+        self._calls: dict[int, asyncio.Task[None]] = {}
+
+    def handle(self, message: Wire) -> None:
+        if message[0] == "stream":
+            _, call, provider, model, system, turns, max_tokens = message
+            messages = [Message(role, content) for role, content in turns]
+            task = asyncio.create_task(
+                self._call(call, provider, model, system, messages, max_tokens)
+            )
+            self._calls[call] = task
+            task.add_done_callback(lambda _: self._calls.pop(call, None))
+        elif message[0] == "cancel" and (running := self._calls.get(message[1])) is not None:
+            running.cancel()
+
+    async def _call(
+        self,
+        call: int,
+        provider: str,
+        model: str,
+        system: str,
+        messages: list[Message],
+        max_tokens: int,
+    ) -> None:
+        try:
+            adapter = self._provider(provider)
+            async for event in adapter.stream(
+                model=model, system=system, messages=messages, max_tokens=max_tokens
+            ):
+                if isinstance(event, TextDelta):
+                    self._outbox.delta(call, event.text)
+                else:
+                    usage = event.usage
+                    self._outbox.send(
+                        (
+                            "finished",
+                            call,
+                            usage.input_tokens,
+                            usage.output_tokens,
+                            usage.estimated,
+                            event.stop_reason,
+                        )
+                    )
+        except ProviderError as error:
+            self._outbox.send(_error_message(call, error))
+        except Exception as error:  # an adapter bug must not take every other call down
+            log.exception("provider worker: %s call failed", provider)
+            failure = ProviderError(
+                kind=ErrorKind.SERVER,
+                provider=provider,
+                message=f"{type(error).__name__}: {error}",
+                retryable=False,
+            )
+            self._outbox.send(_error_message(call, failure))
+
+    def load_adapters(self) -> None:
+        """Import the SDKs now, before the first call needs them."""
+        for name in WORKER_PROVIDERS:
+            try:
+                self._provider(name)
+            except ImportError as error:
+                log.warning("provider worker: %s unavailable: %s", name, error)
+
+    def _provider(self, name: str) -> Provider:
+        if name not in self._providers:
+            from app.providers.registry import build_provider
+
+            self._providers[name] = build_provider(name, self._settings)
+        return self._providers[name]
+
+    async def close(self) -> None:
+        for task in list(self._calls.values()):
+            task.cancel()
+        await asyncio.gather(*self._calls.values(), return_exceptions=True)
+        from app.providers.registry import close_providers
+
+        await close_providers(self._providers)
+
+
+async def _serve_parent() -> None:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    # The protocol owns the real stdout; anything else printed goes to stderr.
+    protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    transport, _ = await loop.connect_write_pipe(asyncio.Protocol, protocol_out)
+    first = await _read_frame(reader)
+    if first is None or first[0] != "settings":
+        return
+    child = _Child(first[1], _Outbox(transport))
+    child.load_adapters()
+    try:
+        while (message := await _read_frame(reader)) is not None:
+            child.handle(message)
+    finally:
+        await child.close()
+        transport.close()
+
+
+def main() -> None:
+    # Ctrl-C in a terminal reaches the whole process group: the parent shuts down in order
+    # and closes this process's stdin, which is its signal to stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(_serve_parent())
+    else:
+        uvloop.run(_serve_parent())
+
+
+if __name__ == "__main__":
+    main()

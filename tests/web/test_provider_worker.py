@@ -1,0 +1,46 @@
+"""The web app with ``provider_worker`` on: a debate's provider calls run in the worker
+process, and the worker goes away with the app."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from app.providers.worker import RemoteProvider
+from app.web.app import create_app
+from tests.conftest import fake_settings
+from tests.fakes.llm_server import FakeLLMServer
+from tests.web.conftest import start_duel, wait_for_debate
+
+
+def test_a_duel_runs_with_its_provider_calls_in_the_worker_process(
+    fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    settings = fake_settings(fake_llm, tmp_path / "home", provider_worker=True)
+    with TestClient(create_app(settings)) as client:
+        providers = client.app.state.jobs.providers  # type: ignore[attr-defined]
+        claude = providers["anthropic"]
+        assert isinstance(claude, RemoteProvider)
+
+        debate_id = start_duel(client)
+        assert wait_for_debate(client, debate_id) == "completed"
+
+        worker_pid = claude._worker.pid
+        assert worker_pid is not None and worker_pid != os.getpid()
+        debate = client.get(f"/api/debates/{debate_id}").json()
+        turns = debate["turns"]
+        assert turns and all(turn["status"] == "completed" for turn in turns)
+        by_provider = {turn["provider"] for turn in turns}
+        assert {"anthropic", "gemini"} <= by_provider
+        for turn in turns:
+            assert turn["text"].startswith(f"Fake {turn['provider']} reply"), turn["text"]
+        assert len(fake_llm.requests) >= len(turns)
+
+    try:
+        os.kill(worker_pid, 0)
+    except ProcessLookupError:
+        pass
+    else:
+        raise AssertionError("the worker process outlived the app")
