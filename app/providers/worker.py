@@ -38,6 +38,7 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from app import collector
 from app.config import Settings
 from app.providers.base import (
     ErrorKind,
@@ -428,10 +429,14 @@ async def _serve_parent() -> None:
         return
     child = _Child(first[1], _Outbox(transport))
     child.load_adapters()
+    # Its streams are the web process's, and so are its collector's pauses.
+    collector.tune_at_start()
+    collecting = asyncio.create_task(collector.CollectorSchedule().run())
     try:
         while (message := await _read_frame(reader)) is not None:
             child.handle(message)
     finally:
+        collecting.cancel()
         await child.close()
         transport.close()
 
