@@ -36,7 +36,6 @@ class JobManager:
     settings: Settings
     sleep: Sleep = asyncio.sleep
     _tasks: dict[str, asyncio.Task[RunResult | None]] = field(default_factory=dict)
-    _finished: dict[str, asyncio.Event] = field(default_factory=dict)
     _slots: asyncio.Semaphore | None = None
 
     def __post_init__(self) -> None:
@@ -69,7 +68,6 @@ class JobManager:
         """Queue a debate to run; it starts when a slot is free."""
         if self.is_running(debate_id):
             return
-        self._finished[debate_id] = asyncio.Event()
         task = asyncio.create_task(self._run(debate_id), name=f"debate-{debate_id}")
         self._tasks[debate_id] = task
 
@@ -97,9 +95,6 @@ class JobManager:
             return RunResult("failed", str(error))
         finally:
             self._tasks.pop(debate_id, None)
-            event = self._finished.get(debate_id)
-            if event is not None:
-                event.set()
 
     async def cancel(self, debate_id: str) -> bool:
         """Stop a queued or running debate; its completed turns stay saved."""
@@ -132,9 +127,9 @@ class JobManager:
 
     async def wait(self, debate_id: str) -> str | None:
         """Until the debate's job ends (bound it with ``asyncio.timeout``); its final status."""
-        event = self._finished.get(debate_id)
-        if event is not None:
-            await event.wait()
+        task = self._tasks.get(debate_id)
+        if task is not None:
+            await asyncio.wait({task})
         with session_scope(self.engine) as session:
             return store.debate_status(session, debate_id=debate_id)
 
