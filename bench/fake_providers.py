@@ -52,8 +52,10 @@ class Pace:
 
     def chunks(self, tokens: int) -> list[str]:
         """The reply's wire chunks: every token stamped with its chunk's send time."""
-        count = -(-tokens // self.tokens_per_chunk)
-        return [STAMPED_TOKEN * self.tokens_per_chunk] * count
+        full, rest = divmod(tokens, self.tokens_per_chunk)
+        return [STAMPED_TOKEN * self.tokens_per_chunk] * full + (
+            [STAMPED_TOKEN * rest] if rest else []
+        )
 
 
 def parse_pace(text: str) -> tuple[str, Pace]:
