@@ -97,7 +97,7 @@ async def create_from_form(
 @router.get("/debates", response_class=HTMLResponse, summary="All debates, newest first")
 def history(
     request: Request,
-    session: SessionDep,
+    engine: EngineDep,
     templates: TemplatesDep,
     q: str = "",
     format: str = "",
@@ -107,14 +107,17 @@ def history(
     # Unknown filter values are ignored, not refused: a page should always show something.
     chosen_format = format if format in FORMATS else ""
     chosen_status = status if status in DEBATE_STATUSES else ""
-    rows, total = store.list_debates(
-        session,
-        query=q.strip() or None,
-        format=chosen_format or None,
-        status=chosen_status or None,
-        page=page,
-        per_page=PER_PAGE,
-    )
+    # The session is opened here, not by a dependency: a generator dependency costs two more
+    # trips to the thread pool, on the app's busiest page.
+    with session_scope(engine) as session:
+        rows, total = store.list_debates(
+            session,
+            query=q.strip() or None,
+            format=chosen_format or None,
+            status=chosen_status or None,
+            page=page,
+            per_page=PER_PAGE,
+        )
     pages = max(1, math.ceil(total / PER_PAGE))
     context = {
         "debates": rows,
