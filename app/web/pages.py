@@ -5,6 +5,7 @@ downloads. Every page reads fine without JavaScript; htmx only makes the debate 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -37,7 +38,7 @@ MAX_FORM_FILES = 50
 
 
 def form_context(
-    state: FormState, statuses: list[ProviderStatus], recent: list[Debate]
+    state: FormState, statuses: list[ProviderStatus], recent: Sequence[object]
 ) -> dict[str, Any]:
     return {
         "form": state,
@@ -60,7 +61,7 @@ def form_context(
 def index(
     request: Request, session: SessionDep, templates: TemplatesDep, statuses: StatusesDep
 ) -> HTMLResponse:
-    recent, _ = store.list_debates(session, per_page=RECENT_COUNT)
+    recent, _ = store.list_debate_rows(session, per_page=RECENT_COUNT)
     context = form_context(FormState(), statuses, recent)
     return templates.TemplateResponse(request, "index.html", context)
 
@@ -89,7 +90,7 @@ async def create_from_form(
             jobs.submit(debate.id)
             return RedirectResponse(f"/debates/{debate.id}", status_code=303)
     with session_scope(engine) as session:
-        recent, _ = store.list_debates(session, per_page=RECENT_COUNT)
+        recent, _ = store.list_debate_rows(session, per_page=RECENT_COUNT)
     context = form_context(state, statuses, recent)
     return templates.TemplateResponse(request, "index.html", context, status_code=status_code)
 
@@ -110,7 +111,7 @@ def history(
     # The session is opened here, not by a dependency: a generator dependency costs two more
     # trips to the thread pool, on the app's busiest page.
     with session_scope(engine) as session:
-        rows, total = store.list_debates(
+        rows, total = store.list_debate_rows(
             session,
             query=q.strip() or None,
             format=chosen_format or None,
