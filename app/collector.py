@@ -16,9 +16,10 @@ the rare cycles that were frozen.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 FREEZE_EVERY_SECONDS = 1.0
@@ -64,3 +65,17 @@ class CollectorSchedule:
         while True:
             await asyncio.sleep(self.freeze_every)
             self.tick()
+
+
+@contextlib.asynccontextmanager
+async def pauses_kept_short() -> AsyncIterator[None]:
+    """For a process's serving life: tuned at the start, then the schedule in the background
+    until the block ends."""
+    tune_at_start()
+    schedule = asyncio.create_task(CollectorSchedule().run())
+    try:
+        yield
+    finally:
+        schedule.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await schedule

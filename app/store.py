@@ -10,14 +10,16 @@ import re
 import secrets
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, Row, bindparam, func, insert, update
+from sqlalchemy import ColumnElement, Row, Select, bindparam, func, insert, update
 from sqlalchemy import select as sql_select
 from sqlmodel import Session, col, select
 
 from app.models import ACTIVE_STATUSES, Debate, Turn, utcnow
 from app.spec import CompletedTurn, ContextFile, DebateSpec, Outcome, Seat
+
+_Select = TypeVar("_Select", bound=Select[Any])
 
 _SLUG_DROP = re.compile(r"[^a-z0-9-]")
 
@@ -104,13 +106,7 @@ def list_debates(
 ) -> tuple[list[Debate], int]:
     """One page of debates, newest first, and the total that match."""
     conditions = _debate_filters(query=query, format=format, status=status)
-    rows = session.exec(
-        select(Debate)
-        .where(*conditions)
-        .order_by(col(Debate.created_at).desc(), col(Debate.id).desc())
-        .offset(max(page - 1, 0) * per_page)
-        .limit(per_page)
-    ).all()
+    rows = session.exec(_newest_first(select(Debate), conditions, page, per_page)).all()
     return list(rows), _count_debates(session, conditions)
 
 
@@ -145,18 +141,9 @@ def list_debate_rows(
     were most of the history page's cost."""
     conditions = _debate_filters(query=query, format=format, status=status)
     debates = Debate.__table__  # type: ignore[attr-defined]
-    rows = (
-        session.connection()
-        .execute(
-            sql_select(*(debates.c[name] for name in _TABLE_COLUMNS))
-            .where(*conditions)
-            .order_by(debates.c.created_at.desc(), debates.c.id.desc())
-            .offset(max(page - 1, 0) * per_page)
-            .limit(per_page)
-        )
-        .all()
-    )
-    return list(rows), _count_debates(session, conditions)
+    columns = sql_select(*(debates.c[name] for name in _TABLE_COLUMNS))
+    rows = session.connection().execute(_newest_first(columns, conditions, page, per_page))
+    return list(rows.all()), _count_debates(session, conditions)
 
 
 def _debate_filters(
@@ -170,6 +157,17 @@ def _debate_filters(
     if status:
         conditions.append(col(Debate.status) == status)
     return conditions
+
+
+def _newest_first(
+    statement: _Select, conditions: list[ColumnElement[bool]], page: int, per_page: int
+) -> _Select:
+    return (
+        statement.where(*conditions)
+        .order_by(col(Debate.created_at).desc(), col(Debate.id).desc())
+        .offset(max(page - 1, 0) * per_page)
+        .limit(per_page)
+    )
 
 
 def _count_debates(session: Session, conditions: list[ColumnElement[bool]]) -> int:

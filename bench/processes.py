@@ -115,23 +115,26 @@ def usage(pid: int) -> Usage:
     return Usage(time.monotonic(), (utime + stime) / _CLOCK_TICKS, rss)
 
 
+def _child_pids(pid: int) -> list[int]:
+    return [
+        int(child)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    ]
+
+
 def child_running(pid: int, module: str) -> int | None:
     """The child of ``pid`` whose command line runs ``module``, if there is one."""
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            with contextlib.suppress(OSError):
-                if module in Path(f"/proc/{child}/cmdline").read_text():
-                    return int(child)
+    for child in _child_pids(pid):
+        with contextlib.suppress(OSError):
+            if module in Path(f"/proc/{child}/cmdline").read_text():
+                return child
     return None
 
 
 def python_child(pid: int) -> int:
     """The pid that runs Python under a wrapper such as ``py-spy record -- python …``."""
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        children = (task / "children").read_text().split()
-        if children:
-            return int(children[0])
-    return pid
+    return next(iter(_child_pids(pid)), pid)
 
 
 def machine() -> dict[str, str]:

@@ -123,12 +123,17 @@ def aiohttp_error(error: BaseException) -> aiohttp.ClientError | None:
     return None
 
 
-def connection_error_posing_as_timeout(error: BaseException) -> bool:
-    """Whether an SDK's "timeout" is a refused or dropped connection: the aiohttp transport
-    of the anthropic and openai SDKs (some versions) reports every aiohttp connection error,
-    timed out or not, as a connect timeout."""
+def timeout_error(error: BaseException, *, provider: str) -> ProviderError:
+    """The ``ProviderError`` for an SDK's timeout error (anthropic's and openai's
+    ``APITimeoutError``). Their aiohttp transport (some versions) reports every aiohttp
+    connection error, timed out or not, as a connect timeout: a refused or dropped connection
+    is a connection error, in the SDKs' own words for one."""
     below = aiohttp_error(error)
-    return isinstance(below, aiohttp.ClientConnectionError) and not isinstance(below, TimeoutError)
+    if isinstance(below, aiohttp.ClientConnectionError) and not isinstance(below, TimeoutError):
+        return ProviderError(
+            kind=ErrorKind.CONNECTION, provider=provider, message="Connection error."
+        )
+    return ProviderError(kind=ErrorKind.TIMEOUT, provider=provider, message=str(error))
 
 
 def _aiohttp_failure(error: aiohttp.ClientError) -> tuple[ErrorKind, str] | None:

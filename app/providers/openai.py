@@ -28,10 +28,10 @@ from app.providers.base import (
 )
 from app.providers.keyed import (
     SdkProvider,
-    connection_error_posing_as_timeout,
     key_status,
     listed_or_defaults,
     require_key,
+    timeout_error,
     unmapped_error,
 )
 from app.providers.resilience import (
@@ -93,11 +93,8 @@ def map_error(error: Exception) -> ProviderError:
     """The ``ProviderError`` for any failure the SDK (or the stream under it) raised."""
     if isinstance(error, ProviderError):
         return error
-    if isinstance(error, openai.APITimeoutError) and connection_error_posing_as_timeout(error):
-        # The SDK's own words for a connection error, as its default transport gives them.
-        return ProviderError(kind=ErrorKind.CONNECTION, provider=NAME, message="Connection error.")
     if isinstance(error, openai.APITimeoutError):
-        return ProviderError(kind=ErrorKind.TIMEOUT, provider=NAME, message=str(error))
+        return timeout_error(error, provider=NAME)
     if isinstance(error, openai.APIConnectionError):
         return ProviderError(kind=ErrorKind.CONNECTION, provider=NAME, message=str(error))
     if isinstance(error, openai.APIStatusError):

@@ -236,10 +236,9 @@ class ProviderWorker:
             self._fail_open_calls(f"the provider worker process stopped (exit status {code})")
 
     def _fail_open_calls(self, why: str) -> None:
+        stopped = ProviderError(kind=ErrorKind.CONNECTION, provider="worker", message=why)
         for call, inbox in list(self._calls.items()):
-            inbox.put_nowait(
-                ("error", call, ErrorKind.CONNECTION.value, "worker", why, None, None, True)
-            )
+            inbox.put_nowait(_error_message(call, stopped))
 
     def _abandon(self) -> None:
         """Forget a child started on another (finished) loop; it exits on its own when its
@@ -429,14 +428,12 @@ async def _serve_parent() -> None:
         return
     child = _Child(first[1], _Outbox(transport))
     child.load_adapters()
-    # Its streams are the web process's, and so are its collector's pauses.
-    collector.tune_at_start()
-    collecting = asyncio.create_task(collector.CollectorSchedule().run())
     try:
-        while (message := await _read_frame(reader)) is not None:
-            child.handle(message)
+        # Its streams are the web process's, and so are its collector's pauses.
+        async with collector.pauses_kept_short():
+            while (message := await _read_frame(reader)) is not None:
+                child.handle(message)
     finally:
-        collecting.cancel()
         await child.close()
         transport.close()
 

@@ -3,8 +3,6 @@ and the background jobs; routes reach them through ``app.state`` (``app.web.deps
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import sys
 from collections.abc import AsyncIterator, Mapping
@@ -75,15 +73,11 @@ def create_app(
         app.state.jobs = jobs
         app.state.statuses = ProviderStatuses(chosen, settings)
         await jobs.start()
-        collector.tune_at_start()
         shorten_thread_switches()
-        collecting = asyncio.create_task(collector.CollectorSchedule().run())
         try:
-            yield
+            async with collector.pauses_kept_short():
+                yield
         finally:
-            collecting.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await collecting
             await jobs.shutdown()
             await close_providers(chosen)
 
