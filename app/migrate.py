@@ -6,12 +6,12 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy.engine import Engine
 
-from app.config import PROJECT_ROOT
+from app.resources import MIGRATIONS_DIR
 
 
 def alembic_config() -> Config:
     config = Config()
-    config.set_main_option("script_location", str(PROJECT_ROOT / "migrations"))
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
     return config
 
 

@@ -12,17 +12,16 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from app.config import PROJECT_ROOT, Settings
+from app.config import Settings
 from app.db import session_scope
 from app.events import EventHub
 from app.jobs import JobManager
 from app.providers.base import Provider, ProviderStatus
 from app.providers.registry import PROVIDER_NAMES, provider_status
+from app.resources import STATIC_DIR, TEMPLATES_DIR
 from app.web import assets
 from app.web.render import markdown_html
 
-TEMPLATES_DIR = PROJECT_ROOT / "templates"
-STATIC_DIR = PROJECT_ROOT / "static"
 # Provider readiness seldom changes (a key is set before start); a short cache keeps the
 # home page from asking every adapter on every load.
 STATUS_TTL_SECONDS = 30.0
