@@ -22,8 +22,9 @@ from app.migrate import migrate
 from app.providers.base import Provider, ProviderError
 from app.providers.registry import PROVIDER_NAMES, build_provider, close_providers
 from app.providers.worker import ProviderWorker, in_worker_process
+from app.resources import STATIC_DIR
 from app.web import api, pages, security, stream
-from app.web.deps import STATIC_DIR, ProviderStatuses, make_templates
+from app.web.deps import ProviderStatuses, make_templates
 
 log = logging.getLogger(__name__)
 

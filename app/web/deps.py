@@ -18,7 +18,7 @@ from app.events import EventHub
 from app.jobs import JobManager
 from app.providers.base import Provider, ProviderStatus
 from app.providers.registry import PROVIDER_NAMES, provider_status
-from app.resources import STATIC_DIR, TEMPLATES_DIR
+from app.resources import TEMPLATES_DIR
 from app.web import assets
 from app.web.render import markdown_html
 
