@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -80,15 +84,39 @@ def test_read_context_files_lists_unreadable_paths_as_skipped(tmp_path: Path) ->
     assert skipped == (str(missing), str(folder), str(binary))
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
-def test_read_context_files_skips_a_file_without_read_permission(tmp_path: Path) -> None:
-    secret = tmp_path / "secret.txt"
-    secret.write_text("no\n", encoding="utf-8")
-    secret.chmod(0)
+NOBODY = 65534
+
+
+@contextmanager
+def without_root() -> Iterator[None]:
+    """Root reads any file, so as root the read runs with the effective user ``nobody``
+    (which also drops the capabilities that bypass permissions) and gets root back after."""
+    if os.geteuid() != 0:
+        yield
+        return
+    os.seteuid(NOBODY)
     try:
-        assert read_context_files([str(secret)]) == ((), (str(secret),))
+        yield
     finally:
-        secret.chmod(0o600)
+        os.seteuid(0)
+
+
+def test_read_context_files_skips_a_file_without_read_permission() -> None:
+    # A folder of its own that everyone may enter: only the file's own mode may refuse.
+    folder = Path(tempfile.mkdtemp())
+    folder.chmod(0o755)
+    secret = folder / "secret.txt"
+    secret.write_text("no\n", encoding="utf-8")
+    try:
+        secret.chmod(0o644)
+        with without_root():
+            readable, _ = read_context_files([str(secret)])
+        assert [file.text for file in readable] == ["no\n"]
+        secret.chmod(0)
+        with without_root():
+            assert read_context_files([str(secret)]) == ((), (str(secret),))
+    finally:
+        shutil.rmtree(folder)
 
 
 def test_read_context_files_ignores_blank_entries_and_strips_spaces(tmp_path: Path) -> None:
