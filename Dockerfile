@@ -15,14 +15,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 # Dependencies first, so a code change does not rebuild llama.cpp.
-COPY pyproject.toml README.md ./
-RUN mkdir -p app && touch app/__init__.py && pip install -e . && rm -rf app
+COPY pyproject.toml README.md constraints.txt ./
+RUN mkdir -p app && touch app/__init__.py && pip install -c constraints.txt -e . && rm -rf app
 COPY app ./app
 COPY templates ./templates
 COPY static ./static
 COPY migrations ./migrations
 COPY alembic.ini ./
-RUN pip install --no-deps -e .
+RUN pip install --no-deps -c constraints.txt -e .
 
 RUN useradd --create-home --uid 10001 argue \
     && mkdir -p /data && chown argue:argue /data

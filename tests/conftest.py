@@ -3,7 +3,8 @@ a migrated database, an event hub, and the wire-level fake LLM server."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,10 @@ from app.db import make_engine
 from app.events import EventHub
 from app.migrate import migrate
 from tests.fakes.llm_server import FakeLLMServer
+
+# Set by .ci/run: there, a test that would skip fails instead, so a missing service, package
+# or permission cannot pass CI unnoticed. Read at import, before any fixture clears ARGUE_*.
+NO_SKIP = os.environ.get("ARGUE_TESTS_NO_SKIP") == "1"
 
 PROVIDER_ENV = (
     "ANTHROPIC_API_KEY",
@@ -100,3 +105,15 @@ def engine(settings: Settings) -> Iterator[Engine]:
 @pytest.fixture
 def hub() -> EventHub:
     return EventHub()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, None]:
+    outcome = yield
+    report = outcome.get_result()
+    if NO_SKIP and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped, and ARGUE_TESTS_NO_SKIP=1 forbids skips: {reason}"
