@@ -6,7 +6,8 @@ Field names: ``topic``, ``format``, ``topic_type``, ``rounds``, ``seed``, ``hist
 ``model-<format>-<role>`` (model name, blank for the provider's default). Each format has
 its own seat fields so switching format in the page keeps both sets of choices.
 
-Every refusal is a sentence beside its field, and the form comes back with what was typed.
+Every refusal is a sentence beside its field, and the form comes back with what was typed
+(an over-long field cut to a bound; ``app.web.uploads`` reads the body within its limits).
 The limits the form states (``FormLimits``) and the cost guard it shows (``CostGuard``) are
 read from the same constants and settings that enforce them.
 """
@@ -18,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
-from starlette.datastructures import FormData, UploadFile
 
 from app.config import Settings
 from app.context import MAX_CONTEXT_LINES
@@ -35,6 +35,7 @@ from app.debates import (
 from app.formats import get_format
 from app.providers.base import ProviderStatus
 from app.spec import FORMATS, SEEDS, TOPIC_TYPES, Seat
+from app.web.uploads import FILE_FIELD, ReadForm, TextValue, UploadedFile
 
 FALLBACK_PROVIDER = "local"
 TEXT_FIELDS = ("topic", "format", "topic_type", "rounds", "seed")
@@ -136,21 +137,26 @@ class ParsedForm:
     request: DebateRequest | None
 
 
-async def parse_form(form: FormData) -> ParsedForm:
+def parse_form(form: ReadForm) -> ParsedForm:
     """The request the form asks for, or the errors that stop it (beside their fields)."""
-    values = {name: _text(form.get(name)) for name in TEXT_FIELDS}
-    values["history"] = "on" if form.get("history") else ""
+    values = {name: form.text(name) for name in TEXT_FIELDS}
+    values["history"] = "on" if form.text("history") else ""
     seats = format_seats()
     for format, defaults in seats.items():
         for seat in defaults:
             for name in (seat_field(format, seat.role), model_field(format, seat.role)):
-                values[name] = _text(form.get(name)).strip()
-    errors: dict[str, str] = {}
-    if not values["topic"].strip():
-        errors["topic"] = "Enter a topic to debate."
-    context, context_error = await read_uploads(form.getlist("context"))
-    if context_error:
-        errors["context"] = context_error
+                values[name] = form.text(name).strip()
+    errors: dict[str, str] = dict(form.errors)
+    topic = form.fields.get("topic")
+    # A form refused for its size before the topic was read says so; not "enter a topic".
+    topic_error = None if topic is None and form.too_large else topic_problem(topic)
+    if topic_error:
+        errors["topic"] = topic_error
+    context: list[dict[str, str]] = []
+    if FILE_FIELD not in errors:
+        context, context_error = read_uploads(form.files_of(FILE_FIELD))
+        if context_error:
+            errors[FILE_FIELD] = context_error
     chosen = values["format"] or "duel"
     data: dict[str, Any] = {
         "topic": values["topic"],
@@ -207,6 +213,17 @@ def field_error(item: Mapping[str, Any], format: str) -> tuple[str, str]:
     return "form", message
 
 
+def topic_problem(topic: TextValue | None) -> str | None:
+    """What is wrong with the topic before validation: none sent, or more characters than
+    allowed, counted as it was read (the form keeps only the start of a very long one)."""
+    if topic is None or not topic.text.strip():
+        return "Enter a topic to debate."
+    if topic.chars > MAX_TOPIC_CHARS:
+        count = f"{topic.chars:,}" if topic.whole else f"more than {topic.chars:,}"
+        return f"The topic is at most {MAX_TOPIC_CHARS:,} characters; this one has {count}."
+    return None
+
+
 def _topic_message(kind: str, given: Any, message: str) -> str:
     if kind in ("string_too_short", "missing"):
         return "Enter a topic to debate."
@@ -216,20 +233,18 @@ def _topic_message(kind: str, given: Any, message: str) -> str:
     return message[:1].upper() + message[1:] + ("" if message.endswith(".") else ".")
 
 
-async def read_uploads(
-    items: Sequence[str | UploadFile],
-) -> tuple[list[dict[str, str]], str | None]:
+def read_uploads(files: Sequence[UploadedFile]) -> tuple[list[dict[str, str]], str | None]:
     """Uploaded context files as ``{name, text}``; text only, within the size and count
-    limits. Returns the first problem in words (the form shows it beside the field)."""
-    files = [item for item in items if isinstance(item, UploadFile) and item.filename]
+    limits (the reader enforces them as the body arrives; checked again here so this holds
+    whatever read the files). Returns the first problem in words, for beside the field."""
     if len(files) > MAX_CONTEXT_FILES:
         return [], f"At most {MAX_CONTEXT_FILES} files; {len(files)} were chosen."
     uploads: list[dict[str, str]] = []
     for upload in files:
-        name = (upload.filename or "context").strip()
+        name = upload.filename or "context"
         if len(name) > MAX_CONTEXT_NAME_CHARS:
             return [], f"A file name is longer than {MAX_CONTEXT_NAME_CHARS} characters."
-        data = await upload.read(MAX_CONTEXT_FILE_BYTES + 1)
+        data = upload.data
         if len(data) > MAX_CONTEXT_FILE_BYTES:
             return [], f"{name} is larger than {MAX_CONTEXT_FILE_BYTES // 1000} kB."
         if b"\0" in data:
@@ -241,7 +256,3 @@ async def read_uploads(
             return [], f"{name} is not a text file (it is not UTF-8)."
         uploads.append({"name": name, "text": text})
     return uploads, None
-
-
-def _text(value: str | UploadFile | None) -> str:
-    return value if isinstance(value, str) else ""

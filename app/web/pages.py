@@ -28,13 +28,13 @@ from app.web.deps import (
     TemplatesDep,
 )
 from app.web.forms import FormState, format_seats, model_field, parse_form, seat_field
+from app.web.uploads import ReadForm, read_form
 from app.web.view import build_view
 
 router = APIRouter()
 
 RECENT_COUNT = 8
 PER_PAGE = 20
-MAX_FORM_FILES = 50
 
 
 def form_context(
@@ -75,10 +75,12 @@ async def create_from_form(
     templates: TemplatesDep,
     statuses: StatusesDep,
 ) -> Response:
-    form = await request.form(max_files=MAX_FORM_FILES)
-    parsed = await parse_form(form)
+    # Read as it streams in, within the form's limits: never spooled to disk, never past a
+    # limit (request.form() would write every upload out in full before any check).
+    form = await read_form(request.headers, request.stream())
+    parsed = parse_form(form)
     state = parsed.state
-    status_code = 422
+    status_code = form_status(form)
     if parsed.request is not None:
         try:
             prepared = debates.prepare(parsed.request, statuses=statuses)
@@ -92,7 +94,21 @@ async def create_from_form(
     with session_scope(engine) as session:
         recent, _ = store.list_debate_rows(session, per_page=RECENT_COUNT)
     context = form_context(state, statuses, recent)
-    return templates.TemplateResponse(request, "index.html", context, status_code=status_code)
+    response = templates.TemplateResponse(request, "index.html", context, status_code=status_code)
+    if not form.complete:
+        # The rest of the body is still coming: hang up after the answer rather than let the
+        # server read it all only to throw it away.
+        response.headers["Connection"] = "close"
+    return response
+
+
+def form_status(form: ReadForm) -> int:
+    """413 for a form over the size limit, 400 for one that is not a form, else 422."""
+    if form.too_large:
+        return 413
+    if form.malformed:
+        return 400
+    return 422
 
 
 @router.get("/debates", response_class=HTMLResponse, summary="All debates, newest first")
