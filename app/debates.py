@@ -22,7 +22,16 @@ from app.formats import get_format
 from app.models import Debate
 from app.providers.base import ProviderStatus
 from app.providers.registry import PROVIDER_NAMES, resolve_seat
-from app.spec import FORMATS, ContextFile, DebateSpec, FormatName, Seat, SeedTool, TopicType
+from app.spec import (
+    FORMATS,
+    ContextFile,
+    DebateSpec,
+    FormatName,
+    Seat,
+    SeedTool,
+    TopicType,
+    check_model_name,
+)
 
 MAX_TOPIC_CHARS = 2000
 MAX_CONTEXT_FILES = 10
@@ -57,10 +66,7 @@ def plain_text(value: str, *, what: str) -> str:
 def _model_name(value: str | None) -> str | None:
     if value is None or not value.strip():
         return None
-    value = value.strip()
-    if any(ch.isspace() or not ch.isprintable() for ch in value):
-        raise ValueError("a model name has no spaces or control characters")
-    return value
+    return check_model_name(value.strip())
 
 
 class ContextUpload(BaseModel):

@@ -4,7 +4,8 @@ Everything here is pure: a debate and its turns in, text (or archive bytes) out.
 no clock: the date is always a parameter, so the same inputs give the same bytes. Writing the
 files under the data folder is ``app.files``' job.
 
-What each output holds (FORMATS.md, "Outputs" of duel and Phase 4 of panel):
+What each output holds (the seeds' outputs: the duel's finals and history, the panel's
+Phase 4 report and workspace):
 
 - finals (``finals/<slug>.md``): for a duel, the header block and the synthesis, exactly as
   the seed shows. A panel has no finals in its seed; its finals is the final report, so every
@@ -17,7 +18,8 @@ What each output holds (FORMATS.md, "Outputs" of duel and Phase 4 of panel):
   is a message: claims, summaries, the judgement.
 - Failed turns are never content; in a transcript they appear as a one-line failure notice.
 - panel workspace: ``1_claims/<role>.md``, ``2_summaries/{pro,con}_summary.md``,
-  ``3_report/final_report.md``, downloadable as one zip under ``debate_YYYYMMDD_HHMMSS/``.
+  ``3_report/final_report.md``, downloadable as one zip under
+  ``debate_YYYYMMDD_HHMMSS_<id>/``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from datetime import date as Date
 from datetime import datetime
 from typing import Any
 
+from app.formats.language import JAPANESE, detect_language
 from app.models import Debate, Turn
 
 __all__ = [
@@ -45,7 +48,6 @@ __all__ = [
     "finals_filename",
     "finals_markdown",
     "history_filename",
-    "is_japanese",
     "summary_markdown",
     "transcript_markdown",
     "whimsical_name",
@@ -88,9 +90,10 @@ def history_filename(slug: str, topic_type: str, when: datetime) -> str:
 
 
 def workspace_name(debate: Debate) -> str:
-    """``debate_YYYYMMDD_HHMMSS``: like the seed, named by when the debate began (Phase 0
-    creates the workspace), so re-exporting a debate names the same workspace."""
-    return f"debate_{debate.created_at:%Y%m%d_%H%M%S}"
+    """``debate_YYYYMMDD_HHMMSS_<id>``: like the seed, named by when the debate began (Phase 0
+    creates the workspace), and by the debate's id, so two panels begun in the same second
+    never share a folder and re-exporting a debate names the same workspace."""
+    return f"debate_{debate.created_at:%Y%m%d_%H%M%S}_{debate.id}"
 
 
 # Short lists: 30 × 30 × 30 = 27,000 names is plenty for one person's plans folder.
@@ -286,20 +289,14 @@ _JA = _Words(
 )
 _SEAT_NAMES = {"claude": "Claude", "gemini": "Gemini", "codex": "Codex"}
 
-_KANA_OR_KANJI = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]")
-
-
-def is_japanese(text: str) -> bool:
-    """A topic with kana or kanji gets a Japanese report (FORMATS.md: the language of the
-    topic)."""
-    return bool(_KANA_OR_KANJI.search(text))
-
 
 def final_report_markdown(debate: Debate, turns: Sequence[Turn], *, date: Date) -> str:
     """``3_report/final_report.md``: topic, date, each claim's thesis, both side summaries,
     the evaluation table and the synthesis, in the topic's language. A ``datetime`` date
     also shows the time, like the seed's 実行日時."""
-    words = _JA if is_japanese(debate.topic) else _EN
+    # The debaters' language, from the same detector their prompts use: a Chinese topic
+    # (Han without kana) is not Japanese. Only Japanese has its own report words.
+    words = _JA if detect_language(debate.topic) == JAPANESE else _EN
     by_role = _last_by_role(turns)
     when = f"{date:%Y-%m-%d %H:%M}" if isinstance(date, datetime) else f"{date:%Y-%m-%d}"
     parts = [
@@ -536,8 +533,9 @@ def _zip_time(when: datetime) -> _ZipTime:
 
 
 def workspace_zip(debate: Debate, turns: Sequence[Turn], *, date: Date) -> bytes:
-    """The workspace as one zip under ``debate_YYYYMMDD_HHMMSS/``. Every entry carries the
-    workspace's own time and fixed permissions, so the same debate zips to the same bytes."""
+    """The workspace as one zip under ``debate_YYYYMMDD_HHMMSS_<id>/``. Every entry carries
+    the workspace's own time and fixed permissions, so the same debate zips to the same
+    bytes."""
     top = workspace_name(debate)
     stamp = _zip_time(debate.created_at)
     buffer = io.BytesIO()

@@ -1,12 +1,14 @@
 """Writing a finished debate's files under the data folder.
 
-The layout (FORMATS.md, "Outputs"):
+The layout:
 
     finals/<slug>.md                               always; overwritten
     history/<slug>-<type>-<YYYYMMDDTHHMMSS>.md     when the debate asked for history; then
                                                    only the 5 newest of that slug are kept
     plans/<adjective>-<gerund>-<noun>.md           when topic_type is plan: the synthesis
-    workspaces/debate_<YYYYMMDD_HHMMSS>/           panel only: 1_claims, 2_summaries, 3_report
+    workspaces/debate_<YYYYMMDD_HHMMSS>_<id>/      panel only: 1_claims, 2_summaries, 3_report;
+                                                   the id keeps panels begun in the same
+                                                   second apart
 
 The content comes from ``app.export`` (pure); this module only decides paths and writes.
 A topic that slugs to "" (a Japanese topic) is named ``debate-<id>`` (``export.file_slug``).

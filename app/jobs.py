@@ -4,6 +4,12 @@ A semaphore bounds how many debates run at once (``ARGUE_MAX_CONCURRENT_DEBATES`
 wait as ``queued`` and start in the order they were submitted. At start-up, debates that were
 queued or running when the last process stopped are resumed. A reference to every task is
 kept, so none is garbage-collected mid-run.
+
+Cancel and resume may arrive at the same moment (two requests, two tabs). Each changes the
+debate's status and the job together, in one step of the event loop, with no await between:
+so whatever their order, a debate is either run by a live job or stopped and resumable. Only
+waiting happens later: a cancel waits for its job to stop, and a job started while older
+ones of the same debate are still stopping waits for them before it begins.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from app.runner import Runner, RunResult, Sleep
 
 log = logging.getLogger(__name__)
 
+Job = asyncio.Task[RunResult | None]
+
 RESUMABLE_STATUSES = ("failed", "cancelled")
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 
@@ -35,7 +43,9 @@ class JobManager:
     providers: Mapping[str, Provider]
     settings: Settings
     sleep: Sleep = asyncio.sleep
-    _tasks: dict[str, asyncio.Task[RunResult | None]] = field(default_factory=dict)
+    # Every job not yet ended, per debate, oldest first: the last is the debate's current
+    # job, any before it are still stopping.
+    _jobs: dict[str, list[Job]] = field(default_factory=dict)
     _slots: asyncio.Semaphore | None = None
 
     def __post_init__(self) -> None:
@@ -66,35 +76,51 @@ class JobManager:
 
     def submit(self, debate_id: str) -> None:
         """Queue a debate to run; it starts when a slot is free."""
-        if self.is_running(debate_id):
-            return
-        task = asyncio.create_task(self._run(debate_id), name=f"debate-{debate_id}")
-        self._tasks[debate_id] = task
+        if not self.is_running(debate_id):
+            self._start_job(debate_id)
 
     def is_running(self, debate_id: str) -> bool:
-        task = self._tasks.get(debate_id)
-        return task is not None and not task.done()
+        job = self._current(debate_id)
+        return job is not None and not job.done()
 
-    async def _run(self, debate_id: str) -> RunResult | None:
+    def _current(self, debate_id: str) -> Job | None:
+        jobs = self._jobs.get(debate_id)
+        return jobs[-1] if jobs else None
+
+    def _start_job(self, debate_id: str) -> None:
+        # Jobs of this debate still stopping (cancelled, or finishing as failed) are waited
+        # for: the new one then starts from every turn they saved, and never runs beside them.
+        earlier = [job for job in self._jobs.get(debate_id, ()) if not job.done()]
+        job = asyncio.create_task(self._run(debate_id, earlier), name=f"debate-{debate_id}")
+        self._jobs.setdefault(debate_id, []).append(job)
+        job.add_done_callback(lambda done: self._forget(debate_id, done))
+
+    def _forget(self, debate_id: str, job: Job) -> None:
+        jobs = self._jobs.get(debate_id, [])
+        if job in jobs:
+            jobs.remove(job)
+        if not jobs:
+            self._jobs.pop(debate_id, None)
+
+    async def _run(self, debate_id: str, earlier: list[Job]) -> RunResult | None:
         try:
+            if earlier:
+                await asyncio.wait(earlier)
             async with self.slots:
                 return await self._runner.run(debate_id)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # a bug, not a provider failure: keep the debate resumable
             log.exception("debate %s crashed", debate_id)
+            if self._current(debate_id) is not asyncio.current_task():
+                return None  # an older job, already replaced: the debate is not its to fail
+            reason = f"internal error: {type(error).__name__}: {error}"
             with session_scope(self.engine) as session:
                 store.finish_debate(
-                    session,
-                    debate_id=debate_id,
-                    status="failed",
-                    outcome=None,
-                    reason=f"internal error: {type(error).__name__}: {error}",
+                    session, debate_id=debate_id, status="failed", outcome=None, reason=reason
                 )
-            self.hub.publish(debate_id, "end", {"status": "failed", "reason": str(error)})
-            return RunResult("failed", str(error))
-        finally:
-            self._tasks.pop(debate_id, None)
+            self.hub.publish(debate_id, "end", {"status": "failed", "reason": reason})
+            return RunResult("failed", reason)
 
     async def cancel(self, debate_id: str) -> bool:
         """Stop a queued or running debate; its completed turns stay saved."""
@@ -105,11 +131,16 @@ class JobManager:
             store.set_status(
                 session, debate_id=debate_id, status="cancelled", reason="cancelled by user"
             )
-        task = self._tasks.get(debate_id)
-        if task is not None and not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-        if not self.hub.has_ended(debate_id):
+        job = self._current(debate_id)
+        if job is not None and not job.done():
+            job.cancel()
+            await asyncio.wait({job})
+        # A resume may have come while the job stopped: then the debate is not over.
+        if self.is_running(debate_id) or self.hub.has_ended(debate_id):
+            return True
+        with session_scope(self.engine) as session:
+            still_cancelled = store.debate_status(session, debate_id=debate_id) == "cancelled"
+        if still_cancelled:
             self.hub.publish(debate_id, "end", {"status": "cancelled"})
         return True
 
@@ -122,20 +153,20 @@ class JobManager:
             store.set_status(session, debate_id=debate_id, status="queued", reason=None)
         self.hub.reopen(debate_id)
         self.hub.publish(debate_id, "status", {"status": "queued"})
-        self.submit(debate_id)
+        self._start_job(debate_id)
         return True
 
     async def wait(self, debate_id: str) -> str | None:
         """Until the debate's job ends (bound it with ``asyncio.timeout``); its final status."""
-        task = self._tasks.get(debate_id)
-        if task is not None:
-            await asyncio.wait({task})
+        job = self._current(debate_id)
+        if job is not None:
+            await asyncio.wait({job})
         with session_scope(self.engine) as session:
             return store.debate_status(session, debate_id=debate_id)
 
     async def shutdown(self) -> None:
         """Stop all jobs, leaving their status as is so the next start resumes them."""
-        tasks = list(self._tasks.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        jobs = [job for debate_jobs in self._jobs.values() for job in debate_jobs]
+        for job in jobs:
+            job.cancel()
+        await asyncio.gather(*jobs, return_exceptions=True)

@@ -320,7 +320,8 @@ class Runner:
         """The task was cancelled: by a cancel request (status already says so) or by a
         shutdown (status stays ``running`` so the next start resumes it). Synchronous: a
         cancelled task must not await again before it re-raises."""
-        if self._ledger.status(debate_id) == "cancelled":
+        cancelled = self._ledger.status(debate_id) == "cancelled"
+        if cancelled and not self.hub.has_ended(debate_id):
             self.hub.publish(debate_id, "end", {"status": "cancelled"})
 
 

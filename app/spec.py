@@ -1,4 +1,5 @@
-"""The frozen value types of a debate: the request, its seats, a planned turn, a done turn.
+"""The frozen value types of a debate: the request, its seats, a planned turn, a done turn;
+and the rule every seat's model name follows, wherever it is typed.
 
 No database ids live here: identity is a storage concern. Formats plan with these values and
 nothing else; the runner turns plans into completed turns.
@@ -6,6 +7,7 @@ nothing else; the runner turns plans into completed turns.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -13,6 +15,7 @@ from app.providers.base import Message
 
 __all__ = [
     "FORMATS",
+    "MODEL_NAME_RULE",
     "PHASES",
     "SEEDS",
     "TOPIC_TYPES",
@@ -23,6 +26,7 @@ __all__ = [
     "Outcome",
     "Seat",
     "TurnPlan",
+    "check_model_name",
 ]
 
 FormatName = Literal["duel", "panel"]
@@ -43,6 +47,28 @@ PHASES = (
     "summary",
     "judgement",
 )
+
+
+MODEL_NAME_RULE = "letters, digits and . _ : / @ + -, not starting with -"
+_MODEL_NAME = re.compile(r"[A-Za-z0-9._:/@+-]+")
+
+
+def check_model_name(name: str) -> str:
+    """``name`` if it is a model name, else ``ValueError`` saying what is wrong with it.
+
+    Every provider's model names fit the rule (``gpt-5``, ``llama3.1:8b``,
+    ``meta-llama/Llama-3.1-8B``, ``claude-3-5-sonnet@20240620``). A name never starts with
+    ``-``: the CLI providers pass it on a command line, where it would read as an option.
+    """
+    if any(char.isspace() or not char.isprintable() for char in name):
+        raise ValueError("a model name has no spaces or control characters")
+    if name.startswith("-"):
+        raise ValueError(
+            f"a model name cannot start with '-' ({name!r} would read as a command-line option)"
+        )
+    if not _MODEL_NAME.fullmatch(name):
+        raise ValueError(f"a model name has only {MODEL_NAME_RULE}")
+    return name
 
 
 @dataclass(frozen=True)

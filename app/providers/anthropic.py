@@ -150,7 +150,12 @@ class AnthropicProvider(SdkProvider[anthropic.AsyncAnthropic]):
         async def names() -> list[str]:
             return [model.id async for model in self._client.get().models.list()]
 
-        return await listed_or_defaults(names, [self._settings.anthropic_model])
+        return await listed_or_defaults(
+            names,
+            [self._settings.anthropic_model],
+            provider=NAME,
+            secrets=self._settings.secret_values(),
+        )
 
     async def stream(
         self,

@@ -55,6 +55,9 @@ class ErrorKind(StrEnum):
     SERVER = "server"
     CONNECTION = "connection"
     NOT_FOUND = "not_found"
+    # A bug in Argue (an adapter or the code around it), not the provider's doing: never
+    # retried, always logged with its traceback.
+    INTERNAL = "internal"
 
 
 RETRYABLE_KINDS = frozenset(

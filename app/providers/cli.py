@@ -12,6 +12,9 @@ through a shell, so quotes, ``$(...)``, newlines and any language arrive byte fo
   from any folder; codex's default sandbox is read-only, and it prints only the final answer on
   stdout (progress goes to stderr).
 
+The model goes on the command line as one ``--model=NAME`` argument, so no name can be read
+as an option; every other argument is our own constant.
+
 stdout is streamed as it arrives; the CLIs report no token counts, so usage is estimated.
 Stalls are the resilience layer's business; this module only guarantees that the child (and its
 process group) dies when the consumer stops listening.
@@ -65,7 +68,10 @@ class CliCommand:
     tail: tuple[str, ...]  # arguments after it
 
     def argv(self, binary: str, model: str) -> list[str]:
-        model_args = ["--model", model] if model and model != CLI_DEFAULT_MODEL else []
+        # One argument, ``--model=NAME``: whatever the name, the CLI's option parser reads it
+        # as the value of --model, never as an option of its own (``--model --yolo`` would
+        # leave ``--yolo`` to be read as a flag).
+        model_args = [f"--model={model}"] if model and model != CLI_DEFAULT_MODEL else []
         return [binary, *self.head, *model_args, *self.tail]
 
 

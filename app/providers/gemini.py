@@ -154,7 +154,12 @@ class GeminiProvider(SdkProvider[genai.Client]):
                 and (not model.supported_actions or "generateContent" in model.supported_actions)
             ]
 
-        return await listed_or_defaults(names, [self._settings.gemini_model])
+        return await listed_or_defaults(
+            names,
+            [self._settings.gemini_model],
+            provider=NAME,
+            secrets=self._settings.secret_values(),
+        )
 
     async def stream(
         self,

@@ -5,16 +5,19 @@ of failures that are not the API's own errors."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Generic, TypeVar
 
 import aiohttp
 from pydantic import SecretStr
 
 from app.config import Settings
-from app.providers.base import ErrorKind, ProviderError, ProviderStatus
-from app.providers.resilience import transport_error_kind
+from app.providers.base import ErrorKind, ProviderError, ProviderStatus, redact
+from app.providers.resilience import internal_error, transport_error_kind
+
+log = logging.getLogger(__name__)
 
 Client = TypeVar("Client")
 
@@ -84,12 +87,20 @@ class PerLoopClient(Generic[Client]):
 
 
 async def listed_or_defaults(
-    list_names: Callable[[], Awaitable[list[str]]], defaults: list[str]
+    list_names: Callable[[], Awaitable[list[str]]],
+    defaults: list[str],
+    *,
+    provider: str,
+    secrets: Iterable[str],
 ) -> list[str]:
-    """The provider's own model list, or the defaults when it cannot be had."""
+    """The provider's own model list, or the defaults when it cannot be had (with a log line
+    saying why: without one, a wrong key or URL would look like a short model list)."""
     try:
         names = await list_names()
-    except Exception:
+    except Exception as error:
+        # The message only, redacted: some APIs quote the key they refused.
+        why = redact(f"{type(error).__name__}: {error}", secrets)
+        log.warning("%s: could not list models (%s); showing the default", provider, why)
         return defaults
     return names or defaults
 
@@ -157,8 +168,9 @@ def _aiohttp_failure(error: aiohttp.ClientError) -> tuple[ErrorKind, str] | None
 
 
 def unmapped_error(error: Exception, *, provider: str) -> ProviderError:
-    """A failure that is not one of the API's errors: a transport failure by its kind, or a
-    response the SDK could not read (a malformed event), which is the server misbehaving."""
+    """A failure that is not one of the API's errors: a transport failure by its kind; a
+    response the SDK could not read (JSON that does not parse or validate: a ``ValueError``),
+    which is the server misbehaving; anything else is a bug in the adapter."""
     below = aiohttp_error(error)
     if below is not None and (failure := _aiohttp_failure(below)) is not None:
         return ProviderError(kind=failure[0], provider=provider, message=failure[1])
@@ -168,8 +180,10 @@ def unmapped_error(error: Exception, *, provider: str) -> ProviderError:
             "the request timed out" if kind is ErrorKind.TIMEOUT else type(error).__name__
         )
         return ProviderError(kind=kind, provider=provider, message=message)
-    return ProviderError(
-        kind=ErrorKind.SERVER,
-        provider=provider,
-        message=f"unreadable response: {type(error).__name__}: {error}",
-    )
+    if isinstance(error, ValueError):
+        return ProviderError(
+            kind=ErrorKind.SERVER,
+            provider=provider,
+            message=f"unreadable response: {type(error).__name__}: {error}",
+        )
+    return internal_error(error, provider=provider)

@@ -152,7 +152,12 @@ class OpenAIProvider(SdkProvider[openai.AsyncOpenAI]):
         async def names() -> list[str]:
             return [model.id async for model in self._client.get().models.list()]
 
-        return await listed_or_defaults(names, [self._settings.openai_model])
+        return await listed_or_defaults(
+            names,
+            [self._settings.openai_model],
+            provider=NAME,
+            secrets=self._settings.secret_values(),
+        )
 
     async def stream(
         self,

@@ -6,13 +6,15 @@ pays for (or breaks on) the others' SDKs.
 
 from __future__ import annotations
 
-import contextlib
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from app.config import Settings
 from app.providers.base import Provider, ProviderStatus
 from app.spec import Seat
+
+log = logging.getLogger(__name__)
 
 PROVIDER_NAMES = ("anthropic", "gemini", "openai", "local", "claude-cli", "gemini-cli", "codex-cli")
 FALLBACK_PROVIDER = "local"
@@ -100,9 +102,13 @@ def resolve_seat(seat: Seat, statuses: Iterable[ProviderStatus]) -> tuple[Seat, 
 
 async def close_providers(providers: Mapping[str, Provider]) -> None:
     """Close the providers' HTTP clients while their loop still runs (the adapters that have
-    an ``aclose``): a client left to the garbage collector finds its loop gone."""
-    for provider in providers.values():
+    an ``aclose``): a client left to the garbage collector finds its loop gone. One that fails
+    to close is logged and does not keep the others open."""
+    for name, provider in providers.items():
         close = getattr(provider, "aclose", None)
-        if close is not None:
-            with contextlib.suppress(Exception):
-                await close()
+        if close is None:
+            continue
+        try:
+            await close()
+        except Exception:
+            log.warning("closing the %s provider's client failed", name, exc_info=True)

@@ -1,8 +1,10 @@
-"""Retries and stall detection around any provider's stream, and how HTTP failures are classed.
+"""Retries and stall detection around any provider's stream, and how failures are classed.
 
 The adapters switch their SDKs' own retries off: this module is the one place that decides
 whether a failure is worth another try, how long to wait (exponential backoff, never less than
-the server's ``retry-after``), and when a silent stream counts as stalled.
+the server's ``retry-after``), and when a silent stream counts as stalled. An exception nobody
+expected is a bug, told apart from the provider's failures: an ``internal`` error, logged with
+its traceback and never retried.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 
@@ -26,6 +29,25 @@ from app.providers.base import (
 )
 
 Sleep = Callable[[float], Awaitable[None]]
+
+log = logging.getLogger(__name__)
+
+
+def internal_error(error: Exception, *, provider: str) -> ProviderError:
+    """The ``ProviderError`` for an exception nobody expected: a bug in Argue's code for
+    ``provider``, not a failure of the provider. Logged here, once, with its traceback."""
+    log.error(
+        "bug in the %s adapter: %s: %s", provider, type(error).__name__, error, exc_info=error
+    )
+    return ProviderError(
+        kind=ErrorKind.INTERNAL,
+        provider=provider,
+        message=(
+            f"internal error in Argue (a bug, not a failure of {provider}): "
+            f"{type(error).__name__}: {error}"
+        ),
+        retryable=False,
+    )
 
 
 def kind_for_status(status: int) -> ErrorKind:
@@ -91,7 +113,8 @@ def backoff_delay(*, attempt: int, retry_after: float | None, settings: Settings
 async def guard_stalls(
     stream: AsyncIterator[TextDelta | Finished], *, stall_after: float, provider: str
 ) -> AsyncGenerator[TextDelta | Finished, None]:
-    """Pass events through; raise a retryable timeout when none comes for ``stall_after`` s.
+    """Pass events through; raise a retryable timeout when none comes for ``stall_after`` s,
+    and an internal error for anything the stream raises that is not a ``ProviderError``.
 
     The wrapped stream is closed however this ends, so its HTTP response is released.
     """
@@ -109,6 +132,10 @@ async def guard_stalls(
                     provider=provider,
                     message=f"the stream stalled: nothing received for {stall_after:g} seconds",
                 ) from None
+            except ProviderError:
+                raise
+            except Exception as unexpected:  # the adapter broke its own contract: a bug
+                raise internal_error(unexpected, provider=provider) from unexpected
             yield event
     finally:
         aclose = getattr(stream, "aclose", None)

@@ -50,6 +50,7 @@ from app.providers.base import (
     TextDelta,
     Usage,
 )
+from app.providers.resilience import internal_error
 
 log = logging.getLogger(__name__)
 
@@ -382,14 +383,7 @@ class _Child:
         except ProviderError as error:
             self._outbox.send(_error_message(call, error))
         except Exception as error:  # an adapter bug must not take every other call down
-            log.exception("provider worker: %s call failed", provider)
-            failure = ProviderError(
-                kind=ErrorKind.SERVER,
-                provider=provider,
-                message=f"{type(error).__name__}: {error}",
-                retryable=False,
-            )
-            self._outbox.send(_error_message(call, failure))
+            self._outbox.send(_error_message(call, internal_error(error, provider=provider)))
 
     def load_adapters(self) -> None:
         """Import the SDKs now, before the first call needs them."""

@@ -135,8 +135,9 @@ def test_ascii_topic_keeps_its_slug() -> None:
     assert export.file_slug(samples.duel_converged()) == "should-we-use-postgres-or-sqlite"
 
 
-def test_workspace_is_named_by_when_the_debate_began() -> None:
-    assert export.workspace_name(samples.duel_converged()) == "debate_20260319_053330"
+def test_workspace_is_named_by_when_the_debate_began_and_its_id() -> None:
+    debate = samples.duel_converged()
+    assert export.workspace_name(debate) == f"debate_20260319_053330_{debate.id}"
 
 
 # ---------------------------------------------------------------- panel report
@@ -183,7 +184,8 @@ def test_report_shows_topic_date_and_workspace() -> None:
     debate, turns = samples.panel_ja()
     text = export.final_report_markdown(debate, turns, date=REPORT_TIME)
     assert "**テーマ**: 「ソフトウェア開発においてテストは本当に必要か」\n\n" in text
-    assert "**実行日時**: 2026-03-19 05:41 / **ワークスペース**: debate_20260319_053330/" in text
+    workspace = f"debate_20260319_053330_{debate.id}/"
+    assert f"**実行日時**: 2026-03-19 05:41 / **ワークスペース**: {workspace}" in text
 
 
 def test_report_with_a_plain_date_shows_no_time() -> None:
@@ -259,12 +261,6 @@ def test_thesis_is_found_tolerantly(claim: str, thesis: str) -> None:
     assert export.extract_thesis(claim) == thesis
 
 
-def test_japanese_is_detected_from_kana_or_kanji() -> None:
-    assert export.is_japanese(samples.JA_TOPIC)
-    assert export.is_japanese("テスト")
-    assert not export.is_japanese("Is code review worth the time — yes?")
-
-
 # ---------------------------------------------------------------- panel workspace
 
 
@@ -313,23 +309,19 @@ def test_workspace_zip_listing_matches_golden() -> None:
 
 def test_workspace_zip_holds_the_workspace_files_under_one_folder() -> None:
     debate, turns = samples.panel_ja()
+    top = f"debate_20260319_053330_{debate.id}"
     data = export.workspace_zip(debate, turns, date=REPORT_TIME)
     expected = export.workspace_files(debate, turns, date=REPORT_TIME)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         assert archive.testzip() is None
         contents = {
-            info.filename.removeprefix("debate_20260319_053330/"): archive.read(info).decode()
+            info.filename.removeprefix(f"{top}/"): archive.read(info).decode()
             for info in archive.infolist()
             if not info.is_dir()
         }
         folders = [info.filename for info in archive.infolist() if info.is_dir()]
     assert contents == expected
-    assert folders == [
-        "debate_20260319_053330/",
-        "debate_20260319_053330/1_claims/",
-        "debate_20260319_053330/2_summaries/",
-        "debate_20260319_053330/3_report/",
-    ]
+    assert folders == [f"{top}/", f"{top}/1_claims/", f"{top}/2_summaries/", f"{top}/3_report/"]
 
 
 def test_workspace_zip_is_byte_for_byte_reproducible() -> None:

@@ -144,7 +144,7 @@ def test_exporting_a_plan_again_rewrites_the_same_plan(tmp_path: Path) -> None:
 def test_panel_writes_its_workspace_and_report_as_finals(tmp_path: Path) -> None:
     debate, turns = samples.panel_en()
     outputs = write_outputs(data_dir=tmp_path, debate=debate, turns=turns, now=NOW)
-    assert outputs.workspace == tmp_path / "workspaces" / "debate_20260319_053330"
+    assert outputs.workspace == tmp_path / "workspaces" / f"debate_20260319_053330_{debate.id}"
     expected = export.workspace_files(debate, turns, date=NOW)
     written = {
         path.relative_to(outputs.workspace).as_posix(): path.read_text(encoding="utf-8")

@@ -103,6 +103,12 @@ def malformed() -> bytes:
     return b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0,\n\n'
 
 
+def unexpected_event(model: str) -> bytes:
+    """Well-formed JSON of an unusual shape: a ``message_delta`` without its ``usage``."""
+    del model
+    return _frame("message_delta", {"type": "message_delta", "delta": {"stop_reason": None}})
+
+
 def complete(
     model: str, text: str, input_tokens: int, output_tokens: int, stop_reason: str, usage: bool
 ) -> dict[str, Any]:

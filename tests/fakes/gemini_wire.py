@@ -98,6 +98,11 @@ def malformed() -> bytes:
     return b'data: {"candidates": [{"content": \r\n\r\n'
 
 
+def unexpected_event(model: str) -> bytes:
+    """Well-formed JSON of an unusual shape: a candidate without its ``content``."""
+    return _data({"candidates": [{"index": 0}], "modelVersion": model})
+
+
 def complete(
     model: str, text: str, input_tokens: int, output_tokens: int, stop_reason: str, usage: bool
 ) -> dict[str, Any]:

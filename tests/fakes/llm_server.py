@@ -16,8 +16,9 @@ accepts scripts over HTTP (``POST /_fake/script``, ``POST /_fake/rule``, ``POST 
 ``GET /_fake/requests``) with the same fields as :meth:`FakeLLMServer.script`.
 
 Faults: ``http_<status>`` (``http_401``, ``http_429`` with ``retry_after``, ``http_500``,
-``http_529`` …), ``mid_stream_error``, ``stall``, ``malformed_chunk`` and ``disconnect`` (each
-after ``fault_after`` tokens). For "connection refused" use :func:`closed_port_url`.
+``http_529`` …), ``mid_stream_error``, ``stall``, ``malformed_chunk``, ``unexpected_event`` (well
+formed, of a shape a client may not expect) and ``disconnect`` (each after ``fault_after``
+tokens). For "connection refused" use :func:`closed_port_url`.
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ WIRES: dict[str, ModuleType] = {
     "openai": openai_wire,
     "gemini": gemini_wire,
 }
-STREAM_FAULTS = frozenset({"mid_stream_error", "stall", "malformed_chunk", "disconnect"})
+STREAM_FAULTS = frozenset(
+    {"mid_stream_error", "stall", "malformed_chunk", "unexpected_event", "disconnect"}
+)
 # The error each provider really sends in the middle of a stream when nothing else is said.
 MID_STREAM_STATUS = {"anthropic": 529, "openai": 500, "gemini": 503}
 DEFAULT_MESSAGES = {
@@ -458,6 +461,8 @@ class _Playback:
             await self._chunk(self.wire.stream_error(status, message))
         elif reply.fault == "malformed_chunk":
             await self._chunk(self.wire.malformed())
+        elif reply.fault == "unexpected_event":
+            await self._chunk(self.wire.unexpected_event(self.request.model))
         elif reply.fault == "disconnect":
             # Ending the app without finishing the body makes the server drop the connection.
             return

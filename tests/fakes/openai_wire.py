@@ -97,6 +97,13 @@ def malformed() -> bytes:
     return b'data: {"id": "chatcmpl-fake", "choices": [\n\n'
 
 
+def unexpected_event(model: str) -> bytes:
+    """Well-formed JSON of an unusual shape: a choice without its ``delta``."""
+    chunk = _chunk(model, {})
+    del chunk["choices"][0]["delta"]
+    return _data(chunk)
+
+
 def complete(
     model: str, text: str, input_tokens: int, output_tokens: int, stop_reason: str, usage: bool
 ) -> dict[str, Any]:

@@ -66,15 +66,15 @@ async def test_usage_is_estimated_from_prompt_and_reply(
 @pytest.mark.parametrize(
     ("provider", "binary", "model", "argv"),
     [
-        ("claude-cli", "claude", "opus", ["-p", "--model", "opus"]),
+        ("claude-cli", "claude", "opus", ["-p", "--model=opus"]),
         (
             "gemini-cli",
             "gemini",
             "gemini-2.5-flash",
-            ["--model", "gemini-2.5-flash", "-p", GEMINI_INSTRUCTION],
+            ["--model=gemini-2.5-flash", "-p", GEMINI_INSTRUCTION],
         ),
         ("gemini-cli", "gemini", "default", ["-p", GEMINI_INSTRUCTION]),
-        ("codex-cli", "codex", "o3", ["exec", "--skip-git-repo-check", "--model", "o3", "-"]),
+        ("codex-cli", "codex", "o3", ["exec", "--skip-git-repo-check", "--model=o3", "-"]),
     ],
 )
 async def test_each_cli_gets_its_fixed_arguments_and_the_prompt_on_stdin(

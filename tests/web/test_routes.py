@@ -313,7 +313,7 @@ def test_panel_workspace_downloads_as_a_zip_of_three_folders(client: TestClient)
     debate_id = response.json()["id"]
     assert wait_for_debate(client, debate_id) == "completed"
     archive = client.get(f"/debates/{debate_id}/workspace.zip")
-    assert re.fullmatch(r"debate_\d{8}_\d{6}\.zip", _filename(archive))
+    assert re.fullmatch(rf"debate_\d{{8}}_\d{{6}}_{debate_id}\.zip", _filename(archive))
     names = zipfile.ZipFile(io.BytesIO(archive.content)).namelist()
     assert any("/1_claims/" in n for n in names) and any(
         "3_report/final_report.md" in n for n in names
