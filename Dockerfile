@@ -24,6 +24,13 @@ COPY migrations ./migrations
 COPY alembic.ini ./
 RUN pip install --no-deps -c constraints.txt -e .
 
+# The pinned htmx files, fetched from the npm registry and checked against their hashes at
+# build time: the image serves its pages whole with no internet. Kept outside the /data
+# volume, which would hide them.
+ENV ARGUE_ASSETS=local \
+    ARGUE_ASSETS_DIR=/app/assets
+RUN argue assets fetch
+
 RUN useradd --create-home --uid 10001 argue \
     && mkdir -p /data && chown argue:argue /data
 USER argue

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -80,6 +80,19 @@ class Settings(BaseSettings):
         "server carrying hundreds of debates at once (app.providers.worker).",
     )
     debate_token_budget: int | None = Field(default=None, ge=1)
+
+    # Where pages load htmx from (``app.vendored``): the CDN, or copies this app fetches once
+    # from the npm registry, checks against the pinned hashes and serves itself.
+    assets: Literal["cdn", "local"] = Field(
+        default="cdn", description="cdn: htmx from its CDN; local: served by this app."
+    )
+    assets_dir: Path | None = Field(
+        default=None, description="Where the local copies are kept; default <home>/assets."
+    )
+    assets_registry: str = Field(
+        default="https://registry.npmjs.org",
+        description="The npm registry the local copies are fetched from.",
+    )
 
     # Access to the web app (``app.web.security``). With none of these set, anyone who can
     # reach the port can use the app: ``argue serve`` binds to loopback for that reason.

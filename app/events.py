@@ -6,7 +6,8 @@ then live ones, with no gap and no duplicate (it is registered before the replay
 and both happen without an ``await`` between them). Each subscriber has a bounded queue: one
 that falls behind is dropped, never waited on; it reconnects with its last id and replays
 from the log. Event ids carry the process's epoch, so an id from before a restart is
-recognised as stale and the subscriber is told to reload instead of receiving a wrong replay.
+recognised as stale and the subscriber is told to reload instead of receiving a wrong replay;
+so is any id this process did not issue for the debate (malformed, past the end of the log).
 
 Events about a turn are published by the runner only after the turn is committed; deltas
 (live text) are published as they arrive and are not stored in the database.
@@ -15,6 +16,7 @@ Events about a turn are published by the runner only after the turn is committed
 from __future__ import annotations
 
 import asyncio
+import re
 import secrets
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
@@ -24,6 +26,9 @@ from typing import Any
 
 TERMINAL_EVENT = "end"
 HOUSEKEEPING_SECONDS = 1.0
+# ``<epoch>-<seq>`` with ASCII digits only (``str.isdigit`` also takes "²" and "١٢٣") and
+# few enough of them for any real log (``int`` refuses thousands of digits).
+_EVENT_ID = re.compile(r"(?P<epoch>[0-9A-Za-z]{1,64})-(?P<seq>[0-9]{1,18})", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -87,12 +92,11 @@ class ParsedId:
 
 
 def parse_event_id(raw: str | None) -> ParsedId | None:
-    if not raw:
+    """The parts of an id this hub could have issued; None for anything else."""
+    match = _EVENT_ID.fullmatch(raw or "")
+    if match is None:
         return None
-    epoch, _, seq = raw.rpartition("-")
-    if not epoch or not seq.isdigit():
-        return None
-    return ParsedId(epoch=epoch, seq=int(seq))
+    return ParsedId(epoch=match["epoch"], seq=int(match["seq"]))
 
 
 def _drain(queue: asyncio.Queue[Event | None], first: Event | None) -> tuple[list[Event], bool]:
@@ -108,8 +112,9 @@ def _drain(queue: asyncio.Queue[Event | None], first: Event | None) -> tuple[lis
         item = queue.get_nowait()
 
 
-class StaleEventId(Exception):
-    """The client's last event id belongs to an earlier process: it must reload."""
+class UnknownEventId(Exception):
+    """The client's last event id is not one this process issued for the debate (an earlier
+    process's, or malformed, or past the end of the log): it must reload."""
 
 
 class EventHub:
@@ -192,7 +197,8 @@ class EventHub:
         self, debate_id: str, *, last_event_id: str | None = None
     ) -> AsyncIterator[Event]:
         """Events after ``last_event_id`` (all of this process's when None), then live ones,
-        until the debate's terminal event. Raises ``StaleEventId`` for another epoch's id."""
+        until the debate's terminal event. Raises ``UnknownEventId`` for an id this process
+        did not issue for the debate."""
         batches = self.subscribe_batches(debate_id, last_event_id=last_event_id)
         async with aclosing(batches):
             async for batch in batches:
@@ -204,11 +210,8 @@ class EventHub:
     ) -> AsyncGenerator[list[Event], None]:
         """As ``subscribe``, but each wake-up yields everything pending at once, so a stream
         can send it in one write instead of one per event."""
-        parsed = parse_event_id(last_event_id)
-        if parsed is not None and parsed.epoch != self.epoch:
-            raise StaleEventId(last_event_id)
-        after = parsed.seq if parsed else 0
         channel = self._channel(debate_id)
+        after = self._events_seen(channel, last_event_id)
         subscriber = _Subscriber(queue=asyncio.Queue(maxsize=self._queue_size))
         # No await between reading the backlog and registering: nothing can fall between.
         backlog = channel.log[after:]
@@ -229,6 +232,15 @@ class EventHub:
         finally:
             if subscriber in channel.subscribers:
                 channel.subscribers.remove(subscriber)
+
+    def _events_seen(self, channel: _Channel, last_event_id: str | None) -> int:
+        """How many of the channel's events a client whose last id is ``last_event_id`` has."""
+        if not last_event_id:
+            return 0
+        parsed = parse_event_id(last_event_id)
+        if parsed is None or parsed.epoch != self.epoch or parsed.seq > len(channel.log):
+            raise UnknownEventId(last_event_id[:80])
+        return parsed.seq
 
     def subscriber_count(self, debate_id: str) -> int:
         channel = self._channels.get(debate_id)

@@ -1,8 +1,9 @@
 """Exported Markdown: what a finished debate becomes as files and downloads.
 
 Everything here is pure: a debate and its turns in, text (or archive bytes) out. No I/O and
-no clock: the date is always a parameter, so the same inputs give the same bytes. Writing the
-files under the data folder is ``app.files``' job.
+no clock: a report's date is a parameter (a transcript shows when its debate began), so the
+same inputs give the same bytes. Writing the files under the data folder is ``app.files``'
+job.
 
 What each output holds (the seeds' outputs: the duel's finals and history, the panel's
 Phase 4 report and workspace):
@@ -10,13 +11,19 @@ Phase 4 report and workspace):
 - finals (``finals/<slug>.md``): for a duel, the header block and the synthesis, exactly as
   the seed shows. A panel has no finals in its seed; its finals is the final report, so every
   debate has one "finals" download.
-- history (``history/<slug>-<type>-<stamp>.md``): the transcript, ``**<Seat>**: <text>``
-  messages separated by ``---``. For a duel the messages are the exchange the seed keeps in
+- history (``history/<slug>-<type>-<stamp>.md``, the ``transcript.md`` download): a header
+  (topic, format, type, date, status, rounds, each seat's ``provider:model``), then a
+  ``## Round N`` heading per round and each message under ``### Round N · <phase> · <Seat>
+  (<provider:model>)``. For a duel the messages are the exchange the seed keeps in
   ``conversation_history``: the openings, then each round's rebuttal and response. The seed
   analysis (a tool's output fed into the openings), the convergence checks (Claude's private
   evaluation) and the synthesis (already the finals) are not messages. For a panel every turn
   is a message: claims, summaries, the judgement.
+- plan (``plans/<name>.md``, the ``plan.md`` download): a plan duel's synthesis under a header
+  with its topic, date and the debate it came from.
 - Failed turns are never content; in a transcript they appear as a one-line failure notice.
+- A model's own Markdown headings are shifted below the heading that holds its text (never
+  inside code), so a reply's "## Plan" cannot read as a section of the report around it.
 - panel workspace: ``1_claims/<role>.md``, ``2_summaries/{pro,con}_summary.md``,
   ``3_report/final_report.md``, downloadable as one zip under
   ``debate_YYYYMMDD_HHMMSS_<id>/``.
@@ -30,10 +37,15 @@ import re
 import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from datetime import date as Date
-from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from app.endings import ended_early_note
 from app.formats.language import JAPANESE, detect_language
 from app.models import Debate, Turn
 
@@ -48,6 +60,7 @@ __all__ = [
     "finals_filename",
     "finals_markdown",
     "history_filename",
+    "plan_markdown",
     "summary_markdown",
     "transcript_markdown",
     "whimsical_name",
@@ -69,7 +82,6 @@ _PANEL_SUMMARY_FILES = {"pro_summarizer": "pro_summary.md", "con_summarizer": "c
 _PANEL_PHASE_ORDER = ("claim", "summary", "judgement")
 _PANEL_ROLE_ORDER = (*PANEL_CLAIM_ROLES, "pro_summarizer", "con_summarizer", "judge")
 _DUEL_ROLE_ORDER = ("claude", "gemini")
-_SEPARATOR = "\n\n---\n\n"
 
 
 # ---------------------------------------------------------------- names
@@ -148,26 +160,124 @@ def finals_markdown(debate: Debate, turns: Sequence[Turn] = (), *, date: Date) -
         "\n"
         "## Synthesis\n"
         "\n"
-        f"{(debate.synthesis or '').strip()}\n"
+        f"{_nest_headings((debate.synthesis or '').strip(), under=2)}\n"
     )
 
 
 def transcript_markdown(debate: Debate, turns: Sequence[Turn]) -> str:
-    """The history file: every message as ``**<Seat label>**: <text>``, separated by ``---``."""
+    """The history file: a header saying which debate it is, then every message under a
+    heading naming its round, phase and seat, grouped by round."""
     if debate.format == "panel":
-        chosen = _ordered(turns, _PANEL_PHASE_ORDER, _PANEL_ROLE_ORDER)
+        chosen = _ordered(turns, _PANEL_PHASE_ORDER, _PANEL_ROLE_ORDER, by_round=True)
     else:
         messages = [turn for turn in turns if turn.phase in DUEL_MESSAGE_PHASES]
         chosen = _ordered(messages, DUEL_MESSAGE_PHASES, _DUEL_ROLE_ORDER, by_round=True)
-    return _SEPARATOR.join(_message(turn) for turn in chosen) + "\n"
+    parts = [_transcript_header(debate, turns)]
+    current_round: int | None = None
+    for turn in chosen:
+        if turn.round != current_round:
+            current_round = turn.round
+            parts.append(f"## Round {turn.round}")
+        parts.append(_message(turn))
+    return "\n\n".join(parts) + "\n"
+
+
+def _transcript_header(debate: Debate, turns: Sequence[Turn]) -> str:
+    status = debate.status
+    if debate.status_reason:
+        status += f" ({_one_line(debate.status_reason)})"
+    lines = [
+        f"# Argue transcript: {_one_line(debate.topic)}",
+        "",
+        f"- **Topic**: {_one_line(debate.topic)}",
+        f"- **Format**: {debate.format} · **Type**: {debate.topic_type}",
+        f"- **Date**: {_utc(debate.created_at)}",
+        f"- **Status**: {status}",
+        f"- **Rounds**: {_rounds(debate)}",
+        *_seat_list(debate, turns),
+    ]
+    return "\n".join(lines)
 
 
 def _message(turn: Turn) -> str:
-    name = turn.label or turn.role.replace("_", " ").title()
+    heading = f"### Round {turn.round} · {turn.phase} · {_one_line(_seat_name(turn))}"
+    heading += f" ({_model_of(turn.provider, turn.model)})"
     if turn.status == "completed":
-        return f"**{name}**: {turn.text.strip()}"
+        body = f"{heading}\n\n{_nest_headings(turn.text.strip(), under=3)}"
+        note = ended_early_note(turn.ended_early, output_tokens=turn.output_tokens)
+        return f"{body}\n\n_({note})_" if note else body
     reason = turn.error_message or turn.error_kind or "no reply"
-    return f"**{name}**: _(this turn failed: {_one_line(reason)})_"
+    return f"{heading}\n\n_(this turn failed: {_one_line(reason)})_"
+
+
+def _seat_name(turn: Turn) -> str:
+    return turn.label or turn.role.replace("_", " ").title()
+
+
+def _model_of(provider: str, model: str | None) -> str:
+    return f"{provider}:{model}" if model else f"{provider} (its default model)"
+
+
+def _utc(moment: datetime) -> str:
+    """A stored time as UTC; SQLite gives times back without their zone, and they are UTC."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return f"{moment:%Y-%m-%d %H:%M} UTC"
+
+
+def _rounds(debate: Debate) -> str:
+    run = debate.rounds_run or 0
+    # A duel runs up to its rounds; a panel's three phases are its rounds, with no cap to show.
+    return f"{run} of {debate.rounds}" if debate.format == "duel" else str(run)
+
+
+def _seat_list(debate: Debate, turns: Sequence[Turn]) -> list[str]:
+    """``- **Seats**:`` and one line per seat: its label and ``provider:model``. A seat left
+    on its provider's default model shows the model its turns ran on."""
+    used = {turn.role: turn for turn in sorted(turns, key=lambda t: t.seq or 0)}
+    seats = [seat for seat in debate.spec_json.get("seats") or () if isinstance(seat, dict)]
+    lines = []
+    for seat in seats:
+        role = str(seat.get("role") or "")
+        model = seat.get("model") or (used[role].model if role in used else None)
+        label = _one_line(str(seat.get("label") or role))
+        lines.append(f"  - {label}: {_model_of(str(seat.get('provider') or '?'), model)}")
+    if not seats:  # saved before seats were kept: name them from the turns
+        ordered = _ordered(turns, (), (*_DUEL_ROLE_ORDER, *_PANEL_ROLE_ORDER))
+        for role in dict.fromkeys(turn.role for turn in ordered):
+            turn = used[role]
+            lines.append(
+                f"  - {_one_line(_seat_name(turn))}: {_model_of(turn.provider, turn.model)}"
+            )
+    return ["- **Seats**:", *lines] if lines else ["- **Seats**: —"]
+
+
+# ---------------------------------------------------------------- plan
+
+
+def plan_markdown(debate: Debate, turns: Sequence[Turn] = (), *, date: Date) -> str:
+    """``plans/<name>.md``: the plan a plan duel agreed on, with what it is about, when, and
+    the debate it came from, so the file reads on its own where it is handed over."""
+    converged = "yes" if debate.converged else "no"
+    origin = (
+        f"{debate.id} ({debate.format} · {debate.topic_type} · {_rounds(debate)} rounds"
+        f" · converged: {converged})"
+    )
+    synthesis = (debate.synthesis or "").strip()
+    body = _nest_headings(synthesis, under=2) if synthesis else "_(no plan: no synthesis)_"
+    lines = [
+        f"# Argue plan: {_one_line(debate.topic)}",
+        "",
+        f"- **Topic**: {_one_line(debate.topic)}",
+        f"- **Date**: {date:%Y-%m-%d}",
+        f"- **From debate**: {origin}",
+        *_seat_list(debate, turns),
+        "",
+        "## Plan",
+        "",
+        body,
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _ordered(
@@ -226,6 +336,7 @@ class _Words:
     unscored: str
     synthesis: str
     no_synthesis: str
+    synthesis_in_answer: str  # format with {evaluation}
     criteria: dict[str, str]
     quoted_topic: str  # format with {topic}
     overall_cell: str  # format with {grade} and {score}
@@ -247,9 +358,10 @@ _EN = _Words(
     pro="Pro",
     con="Con",
     overall="Overall",
-    unscored="The judge's scores could not be read; its full answer follows.",
+    unscored="The judge's scores could not be read; its answer follows.",
     synthesis="4. Synthesis",
     no_synthesis="(no synthesis: the judge did not finish)",
+    synthesis_in_answer="(the judge wrote no separate synthesis: its answer is under {evaluation})",
     criteria={
         "logical consistency": "Logical consistency",
         "specificity of evidence": "Specificity of evidence",
@@ -275,9 +387,10 @@ _JA = _Words(
     pro="賛成派",
     con="反対派",
     overall="総合",
-    unscored="審判の採点を読み取れませんでした。審判の回答全文を以下に示します。",
+    unscored="審判の採点を読み取れませんでした。審判の回答を以下に示します。",
     synthesis="4. 止揚的結論",
     no_synthesis="（結論なし：審判が完了しませんでした）",
+    synthesis_in_answer="（審判は独立した結論を書いていません。回答は「{evaluation}」にあります）",
     criteria={
         "logical consistency": "論理的整合性",
         "specificity of evidence": "根拠の具体性",
@@ -305,8 +418,7 @@ def final_report_markdown(debate: Debate, turns: Sequence[Turn], *, date: Date) 
         f"**{words.date}**: {when} / **{words.workspace}**: {workspace_name(debate)}/",
         _claims_section(words, by_role),
         _summaries_section(words, by_role),
-        _evaluation_section(words, by_role.get("judge")),
-        f"## {words.synthesis}\n\n{_report_synthesis(words, debate, by_role.get('judge'))}",
+        *_judgement_sections(words, debate, by_role.get("judge")),
     ]
     return "\n\n".join(parts) + "\n"
 
@@ -358,28 +470,62 @@ def _summaries_section(words: _Words, by_role: dict[str, Turn]) -> str:
     return "\n\n".join(blocks)
 
 
-_HEADING = re.compile(r"^(#{1,6})(?=\s)")
-_FENCE = re.compile(r"^\s*(```|~~~)")
+# What may stand before a heading's ``#`` marks on its line: indentation, and inside a quote
+# or a list item, the ``>`` and list markers that hold it.
+_CONTAINER_PREFIX = r"(?:[ \t]*(?:>[ \t]?|(?:[-*+]|\d{1,9}[.)])[ \t]+))*[ \t]*"
+_ATX_MARKS = re.compile(rf"^({_CONTAINER_PREFIX})#{{1,6}}(?=[ \t]|$)")
+_CONTAINER = re.compile(_CONTAINER_PREFIX)
+_SETEXT_MARKUP = frozenset({"=", "-"})
+_DEEPEST_HEADING = 6
+
+
+@lru_cache(maxsize=1)
+def _markdown() -> MarkdownIt:
+    # The same reading of Markdown as the debate page's: a line the page shows as a heading
+    # is a heading here, and a line in a code block never is.
+    return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
 
 
 def _nest_headings(text: str, *, under: int) -> str:
-    """Shift a summary's own headings below the report heading (level ``under``) that holds
-    it, keeping their relative levels, so "## Core Claims" does not read as a report section.
-    Lines inside code fences are left alone."""
-    lines = text.splitlines()
-    in_fence = False
-    levels: list[tuple[int, int]] = []  # (line index, heading level)
-    for index, line in enumerate(lines):
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        elif not in_fence and (match := _HEADING.match(line)):
-            levels.append((index, len(match.group(1))))
-    if not levels:
+    """Shift a model's own headings below the heading (level ``under``) that holds its text,
+    keeping their relative levels and stopping at level 6, so a reply's "## Core Claims" does
+    not read as a section of the document around it. Code blocks are left alone; underlined
+    headings become ``#`` headings, since underlines only make levels 1 and 2."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    tokens = _markdown().parse("\n".join(lines))
+    headings = [
+        (token, tokens[index + 1].content)
+        for index, token in enumerate(tokens)
+        if token.type == "heading_open" and token.map is not None
+    ]
+    if not headings:
         return text
-    shift = max(0, under + 1 - min(level for _, level in levels))
-    for index, level in levels:
-        lines[index] = "#" * min(level + shift, 6) + lines[index][level:]
+    shift = max(0, under + 1 - min(_level(token) for token, _ in headings))
+    if shift == 0:
+        return text
+    # From the last heading up: rewriting an underlined heading removes lines below it.
+    for token, content in reversed(headings):
+        start, end = token.map or (0, 0)
+        marks = "#" * min(_level(token) + shift, _DEEPEST_HEADING)
+        if token.markup in _SETEXT_MARKUP:
+            lines[start:end] = [_setext_as_atx(lines[start], content, marks)]
+        else:
+            lines[start] = _ATX_MARKS.sub(rf"\g<1>{marks}", lines[start], count=1)
     return "\n".join(lines)
+
+
+def _level(heading: Token) -> int:
+    return int(heading.tag.removeprefix("h"))
+
+
+def _setext_as_atx(first_line: str, content: str, marks: str) -> str:
+    """An underlined heading as one ``#`` line, kept inside the quote or list that held it.
+    A trailing ``#`` is escaped so it is not read as the closing marks."""
+    prefix = match.group(0) if (match := _CONTAINER.match(first_line)) else ""
+    title = " ".join(content.split("\n"))
+    if title.endswith("#"):
+        title = title[:-1] + "\\#"
+    return f"{prefix}{marks} {title}"
 
 
 def _failure(words: _Words, turn: Turn) -> str:
@@ -387,14 +533,55 @@ def _failure(words: _Words, turn: Turn) -> str:
     return f"_({words.failed}: {reason})_" if reason else f"_({words.failed})_"
 
 
-def _evaluation_section(words: _Words, judge: Turn | None) -> str:
-    heading = f"## {words.evaluation}"
+def _judgement_sections(words: _Words, debate: Debate, judge: Turn | None) -> tuple[str, str]:
+    """The report's sections "3. Evaluation" and "4. Synthesis". Each part of the judge's
+    answer is printed once: when its scores cannot be read, its answer stands under the
+    evaluation and only a synthesis it wrote apart from the scores is under the synthesis."""
+    evaluation = f"## {words.evaluation}\n\n"
+    synthesis = f"## {words.synthesis}\n\n"
     if judge is None or judge.status != "completed":
-        return heading + "\n\n" + words.no_synthesis
+        return evaluation + words.no_synthesis, synthesis + _debate_synthesis(words, debate)
     verdict = judge.verdict or {}
     criteria = verdict.get("criteria")
-    if not verdict.get("parsed", True) or not isinstance(criteria, list) or not criteria:
-        return f"{heading}\n\n{words.unscored}\n\n{judge.text.strip()}"
+    read = str(verdict.get("synthesis") or "").strip()
+    if verdict.get("parsed", True) and isinstance(criteria, list) and criteria:
+        table = _score_table(words, criteria, verdict.get("overall"))
+        written = _nest_headings(read, under=2) if read else _debate_synthesis(words, debate)
+        return evaluation + table, synthesis + written
+    answer = judge.text.strip()
+    scores = _before_synthesis(answer, read) if read else None
+    if scores is not None:
+        shown, written = scores, _nest_headings(read, under=2)
+    else:
+        # A synthesis read from the answer is in it; the debate's synthesis usually is the
+        # answer itself (the judge wrote none apart), and is printed only if it is not.
+        shown = answer
+        other = (debate.synthesis or "").strip()
+        if not read and other and other not in answer:
+            written = _nest_headings(other, under=2)
+        else:
+            written = words.synthesis_in_answer.format(evaluation=words.evaluation)
+    unscored = words.unscored + (f"\n\n{_nest_headings(shown, under=2)}" if shown else "")
+    return evaluation + unscored, synthesis + written
+
+
+def _before_synthesis(answer: str, synthesis: str) -> str | None:
+    """The judge's answer without its synthesis and the heading or label that introduced it
+    (the synthesis was read from the answer's end), or None when the synthesis cannot be
+    found there."""
+    lines = answer.split("\n")
+    for start in range(len(lines) - 1, -1, -1):
+        tail = "\n".join(lines[start:]).strip()
+        if not tail.endswith(synthesis):
+            continue
+        if tail != synthesis:
+            return "\n".join(lines[:start]).strip()  # "Synthesis: …" on the line itself
+        labelled = [index for index in range(start) if lines[index].strip()]
+        return "\n".join(lines[: labelled[-1] if labelled else start]).strip()
+    return None
+
+
+def _score_table(words: _Words, criteria: list[Any], overall: Any) -> str:
     rows = [
         f"| {words.criterion} | {words.pro} | {words.con} |",
         "|---|---|---|",
@@ -407,23 +594,18 @@ def _evaluation_section(words: _Words, judge: Turn | None) -> str:
             f" | {_graded(item.get('pro_grade'), item.get('pro_reason'))}"
             f" | {_graded(item.get('con_grade'), item.get('con_reason'))} |"
         )
-    overall = verdict.get("overall")
     if isinstance(overall, dict):
         rows.append(
             f"| {words.overall}"
             f" | {_overall(words, overall.get('pro_grade'), overall.get('pro_score'))}"
             f" | {_overall(words, overall.get('con_grade'), overall.get('con_score'))} |"
         )
-    return heading + "\n\n" + "\n".join(rows)
+    return "\n".join(rows)
 
 
-def _report_synthesis(words: _Words, debate: Debate, judge: Turn | None) -> str:
-    if judge is not None and judge.status == "completed":
-        from_verdict = (judge.verdict or {}).get("synthesis")
-        if isinstance(from_verdict, str) and from_verdict.strip():
-            return from_verdict.strip()
+def _debate_synthesis(words: _Words, debate: Debate) -> str:
     if debate.synthesis and debate.synthesis.strip():
-        return debate.synthesis.strip()
+        return _nest_headings(debate.synthesis.strip(), under=2)
     return words.no_synthesis
 
 

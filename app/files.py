@@ -5,7 +5,8 @@ The layout:
     finals/<slug>.md                               always; overwritten
     history/<slug>-<type>-<YYYYMMDDTHHMMSS>.md     when the debate asked for history; then
                                                    only the 5 newest of that slug are kept
-    plans/<adjective>-<gerund>-<noun>.md           when topic_type is plan: the synthesis
+    plans/<adjective>-<gerund>-<noun>.md           when topic_type is plan: the plan (the
+                                                   synthesis under a header naming its debate)
     workspaces/debate_<YYYYMMDD_HHMMSS>_<id>/      panel only: 1_claims, 2_summaries, 3_report;
                                                    the id keeps panels begun in the same
                                                    second apart
@@ -69,7 +70,9 @@ def write_outputs(
     return Outputs(
         finals=finals,
         history=_write_history(data_dir, debate, turns, slug, now) if debate.history else None,
-        plan=_write_plan(data_dir, debate, rng) if debate.topic_type == "plan" else None,
+        plan=_write_plan(data_dir, debate, turns, now, rng)
+        if debate.topic_type == "plan"
+        else None,
         workspace=_write_workspace(data_dir, debate, turns, now)
         if debate.format == "panel"
         else None,
@@ -101,12 +104,18 @@ def prune_history(folder: Path, *, slug: str, keep: int = HISTORY_KEEP) -> list[
     return stale
 
 
-def _write_plan(data_dir: Path, debate: Debate, rng: random.Random | None) -> Path:
+def _write_plan(
+    data_dir: Path,
+    debate: Debate,
+    turns: Sequence[Turn],
+    now: datetime,
+    rng: random.Random | None,
+) -> Path:
     folder = data_dir / "plans"
     folder.mkdir(parents=True, exist_ok=True)
     name = _previous_plan_name(debate)
     path = folder / f"{name}.md" if name else _claim_plan_path(folder, rng or random.Random())
-    _write_text(path, (debate.synthesis or "").strip() + "\n")
+    _write_text(path, export.plan_markdown(debate, turns, date=now))
     return path
 
 

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Engine
 
 from app import store
 from app.db import session_scope
+from app.endings import EndedEarly
 from app.spec import CompletedTurn, DebateSpec, Outcome
 from app.store import SavedTurn
 
@@ -41,6 +42,7 @@ class TurnRecord:
     attempts: int
     started_at: datetime
     finished_at: datetime
+    ended_early: EndedEarly | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,7 @@ class Ledger:
                 attempts=record.attempts,
                 started_at=record.started_at,
                 finished_at=record.finished_at,
+                ended_early=record.ended_early,
             )
             return saved
 

@@ -74,6 +74,11 @@ class Turn(SQLModel, table=True):
     verdict: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     error_kind: str | None = Field(default=None, max_length=16)
     error_message: str | None = None
+    ended_early: str | None = Field(
+        default=None,
+        max_length=16,
+        description="Why a completed turn stopped short: output_limit or repetition.",
+    )
     input_tokens: int = 0
     output_tokens: int = 0
     usage_estimated: bool = False

@@ -8,6 +8,8 @@ concurrently, saves each finished turn, and publishes what happened.
 It receives the database engine, the event hub and the providers as arguments, so tests can
 hand it fakes. Cancellation is checked between steps (the debate's status is re-read), and a
 debate resumes by re-planning from its saved turns: only unfinished turns run again.
+A turn that ends early is saved as completed with the reason: cut at the output limit (as
+its provider reported), or stopped here because the model fell into a runaway repetition.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -23,6 +25,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from app.config import Settings
+from app.endings import OUTPUT_LIMIT, REPETITION, EndedEarly
 from app.events import EventHub
 from app.formats import Format, get_format
 from app.ledger import Ledger, TurnRecord
@@ -35,9 +38,11 @@ from app.providers.base import (
     Retrying,
     TextDelta,
     Usage,
+    estimate_tokens,
 )
 from app.providers.registry import default_model
 from app.providers.resilience import stream_with_retries
+from app.repetition import RepetitionWatch
 from app.reports import write_debate_files
 from app.spec import CompletedTurn, DebateSpec, Outcome, TurnPlan
 
@@ -165,9 +170,11 @@ class Runner:
         streamed = _TurnText(self.hub, debate_id, plan.key)
         usage = Usage(0, 0, estimated=True)
         attempts = 1
+        watch = RepetitionWatch()
+        ended_early: EndedEarly | None = None
         try:
             provider = self._provider(seat.provider)
-            async for event in stream_with_retries(
+            events = stream_with_retries(
                 provider,
                 model=model,
                 system=plan.system,
@@ -175,15 +182,27 @@ class Runner:
                 max_tokens=self.settings.max_output_tokens,
                 settings=self.settings,
                 sleep=self.sleep,
-            ):
+            )
+            async for event in events:
                 if isinstance(event, TextDelta):
                     streamed.add(event.text)
+                    if (loop := watch.feed(event.text)) is not None:
+                        # A runaway loop goes on until the output cap: stop paying for it.
+                        ended_early = REPETITION
+                        usage = _estimated_usage(plan, generated=streamed.text)
+                        streamed.cut(loop.keep)
+                        break
                 elif isinstance(event, Retrying):
                     attempts += 1
                     streamed.reset()
+                    watch = RepetitionWatch()
                     self.hub.publish(debate_id, "retrying", _retry_info(plan.key, event))
                 elif isinstance(event, Finished):
                     usage = event.usage
+                    if event.hit_output_limit:
+                        ended_early = OUTPUT_LIMIT
+            # Closing the stream left early cancels its request (an HTTP call, a generation).
+            await _close(events)
         except ProviderError as error:
             streamed.flush()
             await self._save_failed(debate_id, info, error, started, attempts, streamed.text)
@@ -208,6 +227,7 @@ class Runner:
             attempts=attempts,
             started_at=started,
             finished_at=started + timedelta(seconds=latency),
+            ended_early=ended_early,
         )
         saved = await asyncio.to_thread(self._ledger.save_turn, debate_id, record)
         # Announced only now that it is committed: a viewer never sees what the database
@@ -222,6 +242,7 @@ class Runner:
                 "output_tokens": usage.output_tokens,
                 "latency_ms": int(latency * 1000),
                 "verdict": verdict,
+                "ended_early": ended_early,
             },
         )
         self.hub.publish(
@@ -374,6 +395,11 @@ class _TurnText:
         self.flush()
         self._parts.clear()
 
+    def cut(self, keep: int) -> None:
+        """Keep only the first ``keep`` characters (what was published stays published)."""
+        self.flush()
+        self._parts = [self.text[:keep].rstrip()]
+
     def discard(self) -> None:
         """The turn was abandoned (cancelled): publish nothing more."""
         if self._timer is not None:
@@ -391,6 +417,18 @@ def _retry_info(key: str, event: Retrying) -> dict[str, Any]:
         "error_status": event.error.status,
         "error_message": event.error.message,
     }
+
+
+async def _close(events: AsyncIterator[Any]) -> None:
+    aclose = getattr(events, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+def _estimated_usage(plan: TurnPlan, *, generated: str) -> Usage:
+    """The usage of a stream stopped before the provider reported any."""
+    prompt = estimate_tokens(plan.system) + sum(estimate_tokens(m.content) for m in plan.messages)
+    return Usage(input_tokens=prompt, output_tokens=estimate_tokens(generated), estimated=True)
 
 
 def _identity(info: dict[str, Any]) -> dict[str, Any]:

@@ -91,6 +91,18 @@ def get_debate(session: Session, *, debate_id: str) -> Debate | None:
     return session.get(Debate, debate_id)
 
 
+def debate_ids_starting_with(session: Session, *, prefix: str, limit: int) -> list[str]:
+    """Ids that begin with ``prefix``, in order, at most ``limit``. The prefix is taken
+    literally: ``%`` and ``_`` in it are escaped, not LIKE wildcards."""
+    statement = (
+        select(Debate.id)
+        .where(col(Debate.id).startswith(prefix, autoescape=True))
+        .order_by(col(Debate.id))
+        .limit(limit)
+    )
+    return list(session.exec(statement).all())
+
+
 def debate_spec(debate: Debate) -> DebateSpec:
     return spec_from_json(debate.spec_json)
 
@@ -228,6 +240,7 @@ def record_turn(
     attempts: int,
     started_at: datetime,
     finished_at: datetime,
+    ended_early: str | None = None,
 ) -> SavedTurn:
     """Save a finished turn, replacing an earlier failed attempt with the same key, and add
     its tokens to the debate's totals.
@@ -250,6 +263,7 @@ def record_turn(
         "verdict": verdict,
         "error_kind": error_kind,
         "error_message": error_message,
+        "ended_early": ended_early,
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
         "usage_estimated": usage_estimated,

@@ -40,3 +40,33 @@
     }
   });
 })();
+
+// The topic's count, live: "1,234 / 2,000", an error state past the limit. The field has no
+// maxlength, which would cut a paste silently; the server refuses a topic over the limit and
+// says so beside the field. A line break counts once, as the server counts it.
+(function () {
+  "use strict";
+
+  function start() {
+    var count = document.getElementById("topic-count");
+    var field = count && document.getElementById(count.getAttribute("data-for"));
+    if (!field) return;
+    var limit = parseInt(count.getAttribute("data-limit"), 10);
+    var format = function (n) { return n.toLocaleString("en-US"); };
+    function update() {
+      var chars = Array.from(field.value.replace(/\r\n/g, "\n")).length;
+      var over = chars - limit;
+      count.textContent = format(chars) + " / " + format(limit) +
+        (over > 0 ? " — " + format(over) + " too many" : "");
+      count.classList.toggle("over", over > 0);
+      if (over > 0) field.setAttribute("aria-invalid", "true");
+      else if (!document.getElementById("topic-error")) field.removeAttribute("aria-invalid");
+    }
+    field.addEventListener("input", update);
+    count.hidden = false;
+    update();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from app.endings import ended_early_note
 from app.models import DEBATE_STATUSES
 from app.spec import FORMATS
 
@@ -114,21 +115,27 @@ def _truncate(text: str, width: int) -> str:
 
 
 def add_show_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("id", help="the debate's id (see argue list)")
+    from app.cli.lookup import ID_HELP
+
+    parser.add_argument("id", help=ID_HELP)
 
 
 def run_show(args: argparse.Namespace) -> int:
     from app import store
+    from app.cli.lookup import UnknownDebate, resolve_debate_id
     from app.cli.session import open_context
     from app.db import session_scope
 
     context = open_context()
     with session_scope(context.engine) as session:
-        debate = store.get_debate(session, debate_id=args.id)
-        if debate is None:
-            print(f"argue show: no debate {args.id!r} (see argue list)", file=sys.stderr)
-            return 1
-        turns = store.turns_of(session, debate_id=args.id)
+        try:
+            debate_id = resolve_debate_id(session, args.id)
+        except UnknownDebate as error:
+            print(f"argue show: {error}", file=sys.stderr)
+            return error.exit_code
+        debate = store.get_debate(session, debate_id=debate_id)
+        assert debate is not None
+        turns = store.turns_of(session, debate_id=debate_id)
         print(render_debate(debate, turns))
     return 0
 
@@ -191,6 +198,8 @@ def _turn(turn: Turn) -> list[str]:
             lines += ["(text received before the failure:)", turn.text.rstrip()]
         return lines
     lines.append(turn.text.rstrip())
+    if note := ended_early_note(turn.ended_early, output_tokens=turn.output_tokens):
+        lines.append(f"  [{note}]")
     estimated = " (estimated)" if turn.usage_estimated else ""
     lines.append(
         f"  {turn_stats(turn.input_tokens, turn.output_tokens, turn.latency_ms)}{estimated}"

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("id", help="the debate's id (see argue list)")
+    from app.cli.lookup import ID_HELP
+
+    parser.add_argument("id", help=ID_HELP)
     kind = parser.add_mutually_exclusive_group()
     kind.add_argument(
         "--transcript", action="store_true", help="the whole transcript (history) instead"
@@ -31,16 +33,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app import store
+    from app.cli.lookup import UnknownDebate, resolve_debate_id
     from app.cli.session import open_context
     from app.db import session_scope
 
     context = open_context()
     with session_scope(context.engine) as session:
-        debate = store.get_debate(session, debate_id=args.id)
-        if debate is None:
-            print(f"argue export: no debate {args.id!r} (see argue list)", file=sys.stderr)
-            return 1
-        turns = store.turns_of(session, debate_id=args.id)
+        try:
+            debate_id = resolve_debate_id(session, args.id)
+        except UnknownDebate as error:
+            print(f"argue export: {error}", file=sys.stderr)
+            return error.exit_code
+        debate = store.get_debate(session, debate_id=debate_id)
+        assert debate is not None
+        turns = store.turns_of(session, debate_id=debate_id)
     if args.workspace:
         return _export_workspace(debate, turns, args.output)
     text = document(debate, turns, transcript=args.transcript)

@@ -2,7 +2,8 @@
 
 Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int``; modules
 keep heavy imports inside ``run`` so ``argue --help`` stays fast and a broken optional part
-breaks only its own subcommand.
+breaks only its own subcommand. Given the command line, only the command it names is built
+(its module imported): ``argue models`` does not pay for the modules of ``argue list``.
 """
 
 from __future__ import annotations
@@ -21,25 +22,41 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "export": ("app.cli.export", "write a debate's report"),
     "models": ("app.cli.models", "show providers, whether they are ready, and their models"),
     "ask": ("app.cli.ask", "stream one reply from one provider: the smallest proof of a seat"),
+    "assets": ("app.cli.assets", "fetch and check the pinned htmx files for ARGUE_ASSETS=local"),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or, given ``argv``, of the command it names (the others
+    are listed with their help but left without their arguments)."""
     parser = argparse.ArgumentParser(
         prog="argue", description="Make language models argue a question out."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    wanted = set(SUBCOMMANDS) if argv is None else _commands_named(argv)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
-        module = importlib.import_module(module_name)
         command = sub.add_parser(name, help=help_text, description=help_text)
-        add = getattr(module, f"add_{name}_arguments", None) or module.add_arguments
-        add(command)
-        command.set_defaults(handler=getattr(module, f"run_{name}", None) or module.run)
+        if name in wanted:
+            module = importlib.import_module(module_name)
+            add = getattr(module, f"add_{name}_arguments", None) or module.add_arguments
+            add(command)
+            command.set_defaults(handler=getattr(module, f"run_{name}", None) or module.run)
     return parser
 
 
+def _commands_named(argv: Sequence[str]) -> set[str]:
+    """The command ``argv`` runs; none for ``argue`` or ``argue --help``; all of them when
+    the first word is no command (argparse then says so, as it would have)."""
+    first = next((word for word in argv if not word.startswith("-")), None)
+    if first is None:
+        return set()
+    return {first} if first in SUBCOMMANDS else set(SUBCOMMANDS)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         code: int = args.handler(args)

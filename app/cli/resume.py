@@ -15,7 +15,9 @@ INTERRUPTED_STATUSES = ("queued", "running")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("id", help="the debate's id (see argue list)")
+    from app.cli.lookup import ID_HELP
+
+    parser.add_argument("id", help=ID_HELP)
     parser.add_argument(
         "--json", action="store_true", help="print the result as JSON (live text goes to stderr)"
     )
@@ -23,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app import store
-    from app.cli.run import finish
+    from app.cli.lookup import UnknownDebate, resolve_debate_id
+    from app.cli.run import finish, style_for
     from app.cli.session import drive, open_context
     from app.cli.terminal import TerminalView
     from app.db import session_scope
@@ -31,21 +34,24 @@ def run(args: argparse.Namespace) -> int:
 
     context = open_context()
     with session_scope(context.engine) as session:
-        debate = store.get_debate(session, debate_id=args.id)
-        if debate is None:
-            print(f"argue resume: no debate {args.id!r} (see argue list)", file=sys.stderr)
-            return 1
+        try:
+            debate_id = resolve_debate_id(session, args.id)
+        except UnknownDebate as error:
+            print(f"argue resume: {error}", file=sys.stderr)
+            return error.exit_code
+        debate = store.get_debate(session, debate_id=debate_id)
+        assert debate is not None
         status, topic = debate.status, debate.topic
-        done = len(store.completed_turns(session, debate_id=args.id))
+        done = len(store.completed_turns(session, debate_id=debate_id))
     if status not in (*RESUMABLE_STATUSES, *INTERRUPTED_STATUSES):
         print(
-            f"argue resume: debate {args.id} is {status}; nothing to resume "
-            f"(see argue show {args.id})",
+            f"argue resume: debate {debate_id} is {status}; nothing to resume "
+            f"(see argue show {debate_id})",
             file=sys.stderr,
         )
         return 1
     out = sys.stderr if args.json else sys.stdout
-    print(f"Resuming {args.id} ({status}): {topic}", file=out)
+    print(f"Resuming {debate_id} ({status}): {topic}", file=out)
     print(f"{done} completed turn(s) kept; only unfinished turns run again.", file=out)
     if status in INTERRUPTED_STATUSES:
         print(
@@ -58,9 +64,9 @@ def run(args: argparse.Namespace) -> int:
 
     def start(jobs: Any) -> bool:
         if status in INTERRUPTED_STATUSES:
-            jobs.submit(args.id)
+            jobs.submit(debate_id)
             return True
-        return bool(jobs.resume(args.id))
+        return bool(jobs.resume(debate_id))
 
-    result = drive(context, args.id, TerminalView(out), start)
-    return finish(context, args.id, result, out=out, as_json=args.json)
+    result = drive(context, debate_id, TerminalView(out, style=style_for(out)), start)
+    return finish(context, debate_id, result, out=out, as_json=args.json)

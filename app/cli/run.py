@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
@@ -18,6 +19,7 @@ from app.spec import FORMATS, SEEDS, TOPIC_TYPES
 
 if TYPE_CHECKING:
     from app.cli.session import CliContext, DriveResult
+    from app.cli.style import Style
     from app.debates import DebateRequest
 
 TOPIC_PROMPT = "What should Claude and Gemini debate? "
@@ -198,8 +200,15 @@ def start(request: DebateRequest, *, paths: Sequence[str], as_json: bool) -> int
         jobs.submit(debate.id)
         return True
 
-    result = drive(context, debate.id, TerminalView(out), submit)
+    result = drive(context, debate.id, TerminalView(out, style=style_for(out)), submit)
     return finish(context, debate.id, result, out=out, as_json=as_json, notes=prepared.notes)
+
+
+def style_for(out: TextIO) -> Style:
+    """Colour for ``out`` if it is a terminal that wants it (``app.cli.style``)."""
+    from app.cli.style import Style, colour_wanted
+
+    return Style(colour=colour_wanted(out, os.environ))
 
 
 # -- the report -------------------------------------------------------------------------
@@ -241,31 +250,37 @@ def finish(
             "skipped_paths": list(spec.skipped_paths),
         }
         done = len(store.completed_turns(session, debate_id=debate_id))
-    _report(summary, done, out)
+    _report(summary, done, out, style_for(out))
     if as_json:
         print(json.dumps(summary, indent=2, ensure_ascii=False))
     return EXIT_CODES.get(result.status, 1)
 
 
-def _report(summary: dict[str, Any], done: int, out: TextIO) -> None:
+def _report(summary: dict[str, Any], done: int, out: TextIO, style: Style) -> None:
     status, debate_id = summary["status"], summary["id"]
     tokens = f"{summary['input_tokens']} in / {summary['output_tokens']} out tokens"
     print(file=out)
     if status == "completed":
         converged = {True: "yes", False: "no"}.get(summary["converged"], "n/a")
         print(
-            f"══ Synthesis · rounds: {summary['rounds_run']} · converged: {converged} "
-            f"· {tokens} ══",
+            style.bold(
+                f"══ Synthesis · rounds: {summary['rounds_run']} · converged: {converged} "
+                f"· {tokens} ══"
+            ),
             file=out,
         )
         print((summary["synthesis"] or "(no synthesis)").strip(), file=out)
         print(file=out)
         _report_files(summary, out)
     elif status == "cancelled":
-        print(f"Debate {debate_id} cancelled; {done} completed turn(s) saved.", file=out)
+        print(
+            style.warning(f"Debate {debate_id} cancelled; {done} completed turn(s) saved."),
+            file=out,
+        )
         print(f"resume with: argue resume {debate_id}", file=out)
     else:
-        print(f"Debate {debate_id} {status}: {summary['reason'] or 'no reason given'}", file=out)
+        failure = f"Debate {debate_id} {status}: {summary['reason'] or 'no reason given'}"
+        print(style.error(failure), file=out)
         print(f"resume with: argue resume {debate_id}", file=out)
     if summary["skipped_paths"]:
         print(f"Skipped paths (could not be read): {', '.join(summary['skipped_paths'])}", file=out)

@@ -6,6 +6,10 @@ and spend the provider keys, so exposing it is a choice to make on purpose (``--
 0.0.0.0``, as the container does), and it is warned about. On loopback the app answers only
 to loopback host names unless ``ARGUE_ALLOWED_HOSTS`` says otherwise: a web page cannot then
 reach it by pointing a name of its own at 127.0.0.1 (DNS rebinding).
+
+With ``ARGUE_ASSETS=local`` it first makes sure the pinned htmx files are kept (fetched once
+from the npm registry and checked against their hashes, ``app.vendored``), and stops with a
+plain message when they cannot be had, rather than serve pages that cannot go live.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     from app.web.app import create_app
 
     settings = guarded(get_settings(), args.host)
+    if not assets_ready(settings):
+        return 1
     migrate(get_engine(settings))
     host = f"[{args.host}]" if ":" in args.host else args.host
     print(f"Argue is serving on http://{host}:{args.port}  (data: {settings.data_dir})", flush=True)
@@ -81,3 +87,24 @@ def guarded(settings: Settings, host: str) -> Settings:
     if settings.allowed_hosts:
         return settings
     return settings.model_copy(update={"allowed_hosts": list(LOOPBACK_NAMES)})
+
+
+def assets_ready(settings: Settings) -> bool:
+    """In ``local`` mode, whether the pinned files are kept (fetching them if need be)."""
+    if settings.assets != "local":
+        return True
+    from app import vendored
+
+    try:
+        vendored.ensure_for(settings)
+    except vendored.AssetError as error:
+        print(
+            f"error: ARGUE_ASSETS=local, but the pinned htmx files are not kept in "
+            f"{vendored.folder_of(settings)} and could not be fetched: {error}\n"
+            "Run `argue assets fetch` where the npm registry can be reached (or set "
+            "ARGUE_ASSETS_REGISTRY to a mirror), or unset ARGUE_ASSETS to load htmx from its CDN.",
+            file=sys.stderr,
+            flush=True,
+        )
+        return False
+    return True

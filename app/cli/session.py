@@ -5,7 +5,8 @@ a debate, the providers its seats need and the loop that drives it with a hub an
 ``drive`` is the one place a debate runs in the terminal: ``run`` and ``resume`` differ only
 in how the debate is started. Ctrl-C is turned into a clean cancel: the debate is marked
 ``cancelled`` with its completed turns kept, the runner's task is cancelled, and the hub's
-``end`` event lets the view finish.
+``end`` event lets the view finish. A view with a status line (a terminal that wants colour)
+is ticked each second, so the time it shows moves while a slow turn says nothing.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class DriveResult:
 
 
 Starter = Callable[["JobManager"], bool]
+TICK_SECONDS = 1.0
 
 
 def drive(context: CliContext, debate_id: str, view: TerminalView, start: Starter) -> DriveResult:
@@ -122,6 +124,7 @@ async def _drive(
 
     loop = asyncio.get_running_loop()
     handled = _install_sigint(loop, on_interrupt)
+    ticker = asyncio.ensure_future(_tick(view)) if view.status_line else None
     try:
         watcher = asyncio.ensure_future(_watch(hub, debate_id, view))
         # Let the watcher subscribe first (it replays anyway, but this keeps the order plain).
@@ -138,6 +141,8 @@ async def _drive(
         if interrupts:
             await asyncio.gather(*interrupts)
     finally:
+        if ticker is not None:
+            ticker.cancel()
         if handled:
             loop.remove_signal_handler(signal.SIGINT)
         await jobs.shutdown()
@@ -147,6 +152,13 @@ async def _drive(
 async def _watch(hub: EventHub, debate_id: str, view: TerminalView) -> None:
     async for event in hub.subscribe(debate_id):
         view.handle(event.type, event.data)
+
+
+async def _tick(view: TerminalView) -> None:
+    """Keep the status line's clock moving while a turn is slow to say anything."""
+    while True:
+        await asyncio.sleep(TICK_SECONDS)
+        view.tick()
 
 
 def _install_sigint(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> bool:

@@ -8,15 +8,23 @@ turn's whole text when it completes. On a terminal the progress line is redrawn 
 pipe or a file it is written only when it changes meaningfully (a turn completes), so logs stay
 readable.
 
+Given a colour ``Style`` (a terminal that wants colour, ``app.cli.style``), seat labels get
+their colours, headings are bold, failures red and retries yellow, and a status line at the
+bottom says where the debate is: round, phase, tokens so far and time taken. It is drawn only
+at the start of a line and wiped before anything else is written, so it never mixes with text.
+
 The view only writes: it never reads the database or decides anything about the debate.
 """
 
 from __future__ import annotations
 
 import shutil
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from app.cli.style import PLAIN, Style
 from app.providers.base import estimate_tokens
 
 PHASE_PLURALS = {
@@ -58,11 +66,13 @@ class _Live:
         return estimate_tokens(self.text)
 
 
-def turn_header(info: dict[str, Any]) -> str:
+def turn_header(info: dict[str, Any], style: Style = PLAIN, seat_index: int = 0) -> str:
     """``── Claude · anthropic:claude-sonnet-4-5 · opening · round 1 ──``"""
     model = info.get("model")
     who = f"{info.get('provider')}:{model}" if model else str(info.get("provider"))
-    return f"── {info.get('label')} · {who} · {info.get('phase')} · round {info.get('round')} ──"
+    label = style.seat(str(info.get("label")), seat_index)
+    where = style.bold(f"{info.get('phase')} · round {info.get('round')}")
+    return f"── {label} · {who} · {where} ──"
 
 
 def turn_stats(input_tokens: Any, output_tokens: Any, latency_ms: Any) -> str:
@@ -122,16 +132,32 @@ def retry_line(data: dict[str, Any]) -> str:
 
 class TerminalView:
     """Renders hub events to ``out``. ``live`` (default: ``out`` is a terminal) redraws the
-    batch progress line in place."""
+    batch progress line in place. A colour ``style`` adds colour and the status line, which
+    ``tick`` redraws so its clock moves; ``clock`` is what it measures time with."""
 
-    def __init__(self, out: TextIO, *, live: bool | None = None) -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        *,
+        live: bool | None = None,
+        style: Style = PLAIN,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.out = out
-        self.live = out.isatty() if live is None else live
+        self.style = style
+        # The status line is colour's companion: both are for a person at a terminal.
+        self.status_line = style.colour
+        self.live = self.status_line or (out.isatty() if live is None else live)
+        self._clock = clock
+        self._started_at = clock()
+        self._seats: dict[str, int] = {}
+        self._where: dict[str, Any] = {}
         self.end: dict[str, Any] | None = None
         self.usage: dict[str, Any] = {}
         self._batch_keys: set[str] = set()
         self._batch: dict[str, _Live] = {}
         self._inline: str | None = None
+        self._inline_live = _Live(info={})
         self._line_open = False  # the cursor is not at the start of a line
         self._progress_drawn = False
 
@@ -141,6 +167,12 @@ class TerminalView:
         handler = getattr(self, f"_on_{type}", None)
         if handler is not None:
             handler(data)
+        self._draw_status()
+        self.out.flush()
+
+    def tick(self) -> None:
+        """Redraw the status line, so its clock moves while nothing else happens."""
+        self._draw_status()
         self.out.flush()
 
     def note(self, text: str) -> None:
@@ -149,6 +181,7 @@ class TerminalView:
         self._end_line()
         self._write(f"{text}\n")
         self._redraw_progress()
+        self._draw_status()
         self.out.flush()
 
     # -- events --------------------------------------------------------------------------
@@ -159,19 +192,24 @@ class TerminalView:
 
     def _on_turn_started(self, data: dict[str, Any]) -> None:
         key = str(data.get("key"))
+        self._where = dict(data)
+        # Colours follow the order seats are planned in, not the order they finish.
+        self._seats.setdefault(self._seat_of(data), len(self._seats))
         if key in self._batch_keys:
             self._batch[key] = _Live(info=dict(data))
             self._redraw_progress(force=True)
             return
         self._clear_progress()
         self._end_line()
-        self._write(f"\n{turn_header(data)}\n")
+        self._write(f"\n{self._header(data)}\n")
         self._inline = key
+        self._inline_live = _Live(info=dict(data))
 
     def _on_delta(self, data: dict[str, Any]) -> None:
         key, text = str(data.get("key")), str(data.get("text", ""))
         if key == self._inline:
             self._write(text)
+            self._inline_live.parts.append(text)
             self._line_open = not text.endswith("\n")
         elif key in self._batch:
             self._batch[key].parts.append(text)
@@ -183,13 +221,16 @@ class TerminalView:
         self._clear_progress()
         self._end_line()
         if key == self._inline:
-            self._write(f"  ↻ {retry_line(data)} — the text above is void\n")
+            self._inline_live.parts.clear()
+            self._write(
+                self.style.warning(f"  ↻ {retry_line(data)} — the text above is void") + "\n"
+            )
         else:
             live = self._batch.get(key)
             if live is not None:
                 live.parts.clear()
             label = live.info.get("label") if live else key
-            self._write(f"  ↻ {label}: {retry_line(data)}\n")
+            self._write(self.style.warning(f"  ↻ {label}: {retry_line(data)}") + "\n")
         self._redraw_progress()
 
     def _on_turn_completed(self, data: dict[str, Any]) -> None:
@@ -208,7 +249,7 @@ class TerminalView:
             return
         live.state, live.output_tokens = "done", int(data.get("output_tokens") or 0)
         self._clear_progress()
-        self._write(f"\n{turn_header(data)}\n{live.text.rstrip()}\n")
+        self._write(f"\n{self._header(data)}\n{live.text.rstrip()}\n")
         self._write("".join(f"  {line}\n" for line in lines))
         self._after_batch_turn()
 
@@ -217,7 +258,8 @@ class TerminalView:
         kind = data.get("error_kind")
         status = data.get("error_status")
         cause = f"{kind} {status}" if status else str(kind)
-        message = f"  ✗ {data.get('label')} failed ({cause}): {data.get('error_message')}\n"
+        message = f"  ✗ {data.get('label')} failed ({cause}): {data.get('error_message')}"
+        message = self.style.error(message) + "\n"
         if key == self._inline:
             self._end_line()
             self._write(message)
@@ -228,7 +270,7 @@ class TerminalView:
             return
         live.state = "failed"
         self._clear_progress()
-        self._write(f"\n{turn_header(data)}\n{message}")
+        self._write(f"\n{self._header(data)}\n{message}")
         self._after_batch_turn()
 
     def _on_usage(self, data: dict[str, Any]) -> None:
@@ -238,6 +280,41 @@ class TerminalView:
         self._clear_progress()
         self._end_line()
         self.end = dict(data)
+
+    def _header(self, info: dict[str, Any]) -> str:
+        seat_index = self._seats.setdefault(self._seat_of(info), len(self._seats))
+        return turn_header(info, self.style, seat_index)
+
+    @staticmethod
+    def _seat_of(info: dict[str, Any]) -> str:
+        return str(info.get("role") or info.get("label"))
+
+    # -- status line ---------------------------------------------------------------------
+
+    def _status_text(self) -> str:
+        """``round 2 · rebuttal · Claude · 344 tok · 1:05``; a batch shows its progress."""
+        where = self._where
+        if self._batch:
+            doing = self._progress_text()
+        elif self._inline is not None:
+            doing = f"{where.get('phase')} · {where.get('label')}"
+        else:
+            doing = str(where.get("phase"))
+        running = [live for live in self._batch.values() if live.state == "running"]
+        if self._inline is not None:
+            running.append(self._inline_live)
+        saved = int(self.usage.get("input_tokens") or 0) + int(self.usage.get("output_tokens") or 0)
+        tokens = saved + sum(live.tokens for live in running)
+        minutes, seconds = divmod(int(self._clock() - self._started_at), 60)
+        return f"round {where.get('round')} · {doing} · {tokens} tok · {minutes}:{seconds:02d}"
+
+    def _draw_status(self) -> None:
+        # Only at the start of a line: wiped later, it leaves no trace in the text.
+        if not self.status_line or not self._where or self.end is not None or self._line_open:
+            return
+        width = max(20, shutil.get_terminal_size((100, 20)).columns - 1)
+        self.out.write("\r\x1b[2K" + self.style.dim(one_line(self._status_text(), width)))
+        self._progress_drawn = True
 
     # -- batch progress ------------------------------------------------------------------
 
@@ -261,7 +338,7 @@ class TerminalView:
         return f"{PHASE_PLURALS.get(phase, phase)}: " + " · ".join(parts)
 
     def _redraw_progress(self, *, force: bool = False) -> None:
-        if not self._batch:
+        if not self._batch or self.status_line:  # the status line shows the batch instead
             return
         if self.live:
             width = max(20, shutil.get_terminal_size((100, 20)).columns - 1)
@@ -272,7 +349,7 @@ class TerminalView:
 
     def _clear_progress(self) -> None:
         if self._progress_drawn:
-            self._write("\r\x1b[2K")
+            self.out.write("\r\x1b[2K")
             self._progress_drawn = False
 
     # -- writing -------------------------------------------------------------------------
@@ -283,4 +360,6 @@ class TerminalView:
             self._line_open = False
 
     def _write(self, text: str) -> None:
+        if self.status_line:
+            self._clear_progress()
         self.out.write(text)

@@ -28,10 +28,25 @@ class TextDelta:
     text: str
 
 
+# Each SDK's own word for "the reply reached its output-token cap": Anthropic's stop_reason
+# (``model_context_window_exceeded`` when the context ran out first), OpenAI's and llama.cpp's
+# finish_reason, Gemini's FinishReason. CLI providers do not say why they stopped.
+OUTPUT_LIMIT_STOP_REASONS = frozenset(
+    {"max_tokens", "model_context_window_exceeded", "length", "MAX_TOKENS"}
+)
+
+
 @dataclass(frozen=True)
 class Finished:
+    """The end of a stream: the tokens it cost and the provider's own reason for stopping."""
+
     usage: Usage
     stop_reason: str | None = None
+
+    @property
+    def hit_output_limit(self) -> bool:
+        """Whether the reply was cut because it reached its output-token cap."""
+        return self.stop_reason in OUTPUT_LIMIT_STOP_REASONS
 
 
 @dataclass(frozen=True)

@@ -52,8 +52,32 @@ def build_providers(settings: Settings) -> dict[str, Provider]:
     return {name: build_provider(name, settings) for name in PROVIDER_NAMES}
 
 
+# The hosted APIs' key settings and the variables people set them with. Without its key such
+# an adapter is plainly not configured, and saying so need not import its SDK (each takes a
+# large part of a second to import). The OpenAI adapter has more to say when a base URL is set.
+_KEYED = {
+    "anthropic": ("anthropic_api_key", "ANTHROPIC_API_KEY", None),
+    "gemini": ("gemini_api_key", "GEMINI_API_KEY (or GOOGLE_API_KEY)", None),
+    "openai": ("openai_api_key", "OPENAI_API_KEY", "openai_base_url"),
+}
+
+
+def _keyless_status(name: str, settings: Settings) -> ProviderStatus | None:
+    """A hosted provider's status when its key is unset, known from the settings alone."""
+    if name not in _KEYED:
+        return None
+    key_setting, key_env, base_url_setting = _KEYED[name]
+    if getattr(settings, key_setting) is not None:
+        return None
+    if base_url_setting is not None and getattr(settings, base_url_setting):
+        return None
+    return ProviderStatus(name, False, f"{key_env} not set", default_model(name, settings))
+
+
 def provider_status(name: str, settings: Settings) -> ProviderStatus:
     """One provider's status; an adapter that cannot even be imported is "not configured"."""
+    if (keyless := _keyless_status(name, settings)) is not None:
+        return keyless
     try:
         return build_provider(name, settings).status()
     except ImportError as exc:

@@ -3,22 +3,18 @@ model, so the OpenAPI schema (``/openapi.json``, ``/docs``) describes it. The ev
 is in ``app.web.stream``.
 
 Bad input is answered 422 with pydantic-style details (``loc`` names the field), never 500:
-the API's routes render those details themselves (``ValidationErrorsRoute``), so an echoed
-input that cannot be encoded (a lone surrogate from a JSON escape) or is huge stays harmless.
+the API's routes read bodies as plain JSON and render those details themselves, bounded
+(``app.web.bad_input.ValidationErrorsRoute``).
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query, Request, Response
+from fastapi import APIRouter, HTTPException, Query
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
 
 from app import debates, store
@@ -26,56 +22,10 @@ from app.db import session_scope
 from app.debates import DebateRequest
 from app.models import Debate, Turn
 from app.spec import FormatName
+from app.web.bad_input import ValidationErrorsRoute, cut, field_errors
 from app.web.deps import EngineDep, JobsDep, SessionDep, SettingsDep, StatusesDep
 
 PER_PAGE = 20
-# Echoed inputs are cut to this many characters: a refused 1 MB topic is not sent back whole.
-MAX_ECHO_CHARS = 200
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
-def safe_detail(value: Any) -> Any:
-    """``value`` (validation details) as plain JSON values that always encode as UTF-8:
-    lone surrogates become U+FFFD, long strings are cut, exceptions become their message."""
-    if isinstance(value, str):
-        value = _SURROGATE.sub("\ufffd", value)
-        return value if len(value) <= MAX_ECHO_CHARS else value[:MAX_ECHO_CHARS] + "…"
-    if isinstance(value, dict):
-        return {str(safe_detail(key)): safe_detail(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [safe_detail(item) for item in value]
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    return safe_detail(str(value))
-
-
-def validation_response(errors: Any) -> JSONResponse:
-    details = safe_detail(list(errors))
-    for item in details:
-        if isinstance(item, dict) and isinstance(item.get("msg"), str):
-            item["msg"] = item["msg"].removeprefix("Value error, ")
-    return JSONResponse({"detail": details}, status_code=422)
-
-
-def field_errors(loc: tuple[str, ...], message: str) -> list[dict[str, Any]]:
-    """One pydantic-style error, for a check made after the body validated."""
-    return [{"type": "value_error", "loc": ["body", *loc], "msg": message}]
-
-
-class ValidationErrorsRoute(APIRoute):
-    """Answers a request that does not validate with its details, made safe to encode."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def route(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except RequestValidationError as error:
-                return validation_response(error.errors())
-
-        return route
-
 
 router = APIRouter(prefix="/api", tags=["api"], route_class=ValidationErrorsRoute)
 StatusName = Literal["queued", "running", "completed", "failed", "cancelled"]
@@ -114,6 +64,11 @@ class TurnOut(BaseModel):
     verdict: dict[str, Any] | None
     error_kind: str | None
     error_message: str | None
+    ended_early: Literal["output_limit", "repetition"] | None = Field(
+        default=None,
+        description="Why a completed turn stopped short: cut at the output limit, or stopped "
+        "because the model was repeating itself. Null when it ended on its own.",
+    )
     input_tokens: int
     output_tokens: int
     usage_estimated: bool
@@ -226,7 +181,7 @@ def debate_out(debate: Debate, turns: list[Turn], notes: tuple[str, ...] = ()) -
 def _get(session: Any, debate_id: str) -> Debate:
     debate = store.get_debate(session, debate_id=debate_id)
     if debate is None:
-        raise HTTPException(404, f"No debate {safe_detail(debate_id)}.")
+        raise HTTPException(404, f"No debate {cut(debate_id)}.")
     return debate
 
 
@@ -308,5 +263,6 @@ health_router = APIRouter()
 
 
 @health_router.get("/healthz", summary="Liveness")
-def healthz() -> Health:
+async def healthz() -> Health:
+    # On the loop, not in a worker thread: a probe must not queue behind busy threads.
     return Health(status="ok")

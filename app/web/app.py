@@ -3,17 +3,19 @@ and the background jobs; routes reach them through ``app.state`` (``app.web.deps
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app import collector
+from app import collector, vendored
 from app.config import Settings, get_settings
 from app.db import get_engine
 from app.events import EventHub
@@ -23,7 +25,8 @@ from app.providers.base import Provider, ProviderError
 from app.providers.registry import PROVIDER_NAMES, build_provider, close_providers
 from app.providers.worker import ProviderWorker, in_worker_process
 from app.resources import STATIC_DIR
-from app.web import api, pages, security, stream
+from app.web import api, apidocs, assets, pages, security, stream
+from app.web.bad_input import validation_error_handler
 from app.web.deps import ProviderStatuses, make_templates
 
 log = logging.getLogger(__name__)
@@ -56,6 +59,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.assets == "local":  # fetched once, checked on every start
+            app.state.vendored = await asyncio.to_thread(vendored.ensure_for, settings)
         engine = get_engine(settings)
         migrate(engine)
         chosen = dict(providers) if providers is not None else available_providers(settings)
@@ -87,16 +92,21 @@ def create_app(
         summary="Watch large language models argue a question out.",
         version="0.1.0",
         lifespan=lifespan,
-        # One docs page (Swagger UI, under a policy of its own); ReDoc would need a looser one.
+        # /docs is Argue's own page (app.web.apidocs): Swagger UI and ReDoc need scripts from
+        # a CDN, which the pages' promise and an offline machine both rule out.
+        docs_url=None,
         redoc_url=None,
     )
-    app.state.templates = make_templates()
+    app.state.templates = make_templates(settings.assets)
+    app.include_router(assets.router)  # before the /static mount, which would answer first
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
+    app.include_router(apidocs.router)
     app.include_router(pages.router)
     app.include_router(stream.router)
     app.include_router(api.router)
     app.include_router(api.health_router)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, validation_error_handler)
     security.install(app, settings)
     return app
 

@@ -1,45 +1,78 @@
-"""The pinned front-end files the pages load from a CDN, with their integrity hashes.
+"""Where the pages load the pinned htmx files from, and the route that serves this app's own
+copies of them.
 
-This is the one place the versions, URLs and ``sha384`` hashes live: templates read them from
-here, and the browser test fetches the same versions from the npm registry, checks them against
-these hashes and serves them in place of the CDN. The hashes were computed from the npm
-tarballs (``npm pack htmx.org@2.0.11``, then ``openssl dgst -sha384 -binary dist/htmx.min.js |
-openssl base64 -A``).
+The files, their versions and integrity hashes are pinned in ``app.vendored``. With
+``ARGUE_ASSETS=cdn`` (the default) the pages name the CDN URLs; with ``local`` they name
+``/static/vendor/<package>@<version>/<path>``, answered from the copies the lifespan checked
+(held in ``app.state.vendored``). Either way the ``<script>`` carries the same ``integrity``,
+so the browser runs nothing but the pinned bytes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
+
+from fastapi import APIRouter, HTTPException, Request, Response
+
+from app.vendored import HTMX, HTMX_SSE, SCRIPTS, Script
+
+AssetsMode = Literal["cdn", "local"]
+LOCAL_PREFIX = "/static/vendor/"
+# The version is in the path: a copy never changes under its URL.
+CACHE_FOREVER = "public, max-age=31536000, immutable"
 
 
 @dataclass(frozen=True)
-class Script:
-    package: str
-    version: str
-    path: str
+class PageScript:
+    """One ``<script src integrity>`` of every page."""
+
+    src: str
     integrity: str
 
-    @property
-    def url(self) -> str:
-        return f"https://cdn.jsdelivr.net/npm/{self.package}@{self.version}/{self.path}"
 
-    @property
-    def tarball_url(self) -> str:
-        """Where the npm registry serves the package that contains this file."""
-        name = self.package.rsplit("/", 1)[-1]
-        return f"https://registry.npmjs.org/{self.package}/-/{name}-{self.version}.tgz"
+def local_url(script: Script) -> str:
+    return LOCAL_PREFIX + script.local_path
 
 
-HTMX = Script(
-    package="htmx.org",
-    version="2.0.11",
-    path="dist/htmx.min.js",
-    integrity="sha384-2OatzQy1H+Zd/IIrjr1TcuDGqLXeHhbooAyJY1KdQMKnr4LZ22k31GBLdYKHmVjg",
-)
-HTMX_SSE = Script(
-    package="htmx-ext-sse",
-    version="2.2.4",
-    path="dist/sse.min.js",
-    integrity="sha384-A986SAtodyH8eg8x8irJnYUk7i9inVQqYigD6qZ9evobksGNIXfeFvDwLSHcp31N",
-)
-SCRIPTS: tuple[Script, ...] = (HTMX, HTMX_SSE)
+def page_scripts(mode: AssetsMode) -> tuple[PageScript, ...]:
+    return tuple(
+        PageScript(
+            src=script.url if mode == "cdn" else local_url(script), integrity=script.integrity
+        )
+        for script in SCRIPTS
+    )
+
+
+def script_origins(mode: AssetsMode) -> tuple[str, ...]:
+    """The script sources beyond this origin that the pages need."""
+    return tuple(script.url for script in SCRIPTS) if mode == "cdn" else ()
+
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get(LOCAL_PREFIX + "{path:path}")
+def vendored_file(path: str, request: Request) -> Response:
+    files: dict[str, bytes] = getattr(request.app.state, "vendored", None) or {}
+    data = files.get(path)
+    if data is None:
+        raise HTTPException(404, "Not found")
+    return Response(
+        data,
+        media_type="text/javascript; charset=utf-8",
+        headers={"Cache-Control": CACHE_FOREVER},
+    )
+
+
+__all__ = [
+    "HTMX",
+    "HTMX_SSE",
+    "LOCAL_PREFIX",
+    "SCRIPTS",
+    "PageScript",
+    "Script",
+    "page_scripts",
+    "router",
+    "script_origins",
+]

@@ -27,14 +27,12 @@ from app.web.render import markdown_html
 STATUS_TTL_SECONDS = 30.0
 
 
-def make_templates() -> Jinja2Templates:
+def make_templates(assets_mode: assets.AssetsMode = "cdn") -> Jinja2Templates:
     templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
     env = templates.env
     env.autoescape = True
     env.filters["markdown"] = markdown_html
-    env.globals["scripts"] = assets.SCRIPTS
-    env.globals["htmx"] = assets.HTMX
-    env.globals["htmx_sse"] = assets.HTMX_SSE
+    env.globals["page_scripts"] = assets.page_scripts(assets_mode)
     return templates
 
 

@@ -40,6 +40,31 @@ from app.web.uploads import FILE_FIELD, ReadForm, TextValue, UploadedFile
 FALLBACK_PROVIDER = "local"
 TEXT_FIELDS = ("topic", "format", "topic_type", "rounds", "seed")
 
+# What each choice does, as the form's options read: the topic type frames the question for
+# both sides; a seed analysis is one extra turn before the debate. Both offer a "plan", so
+# their words must never read alike.
+TOPIC_TYPE_TEXT = {
+    "general": "General question",
+    "plan": "Plan — the best plan",
+    "bug": "Bug — its cause and fix",
+    "tech": "Technical question",
+}
+TOPIC_TYPE_HELP = (
+    "How both sides read the topic: an open question; a plan to agree on (a duel ends with "
+    "the plan as a file to download); a bug's symptom, to find its cause and fix; or a "
+    "technical question."
+)
+SEED_TEXT = {
+    "": "None — start at once",
+    "find_bug": "Hunt for bugs first",
+    "plan": "Draft a plan first",
+    "audit": "Audit first",
+}
+SEED_HELP = (
+    "Duel only: before the openings, the second seat writes one analysis of the topic and "
+    "context files, and both sides start from it."
+)
+
 
 def seat_field(format: str, role: str) -> str:
     return f"seat-{format}-{role}"
@@ -132,6 +157,24 @@ class FormState:
 
 
 @dataclass(frozen=True)
+class KnownModel:
+    """A model the form offers to pick for a seat (any other name may still be typed)."""
+
+    name: str
+    provider: str
+
+
+def known_models(statuses: Sequence[ProviderStatus]) -> tuple[KnownModel, ...]:
+    """The models the ready providers are known to answer with: each one's default model.
+    Known without asking anyone, so the form never waits on a provider."""
+    seen: dict[str, KnownModel] = {}
+    for status in statuses:
+        if status.configured and status.default_model not in seen:
+            seen[status.default_model] = KnownModel(status.default_model, status.name)
+    return tuple(seen.values())
+
+
+@dataclass(frozen=True)
 class ParsedForm:
     state: FormState
     request: DebateRequest | None
@@ -140,6 +183,9 @@ class ParsedForm:
 def parse_form(form: ReadForm) -> ParsedForm:
     """The request the form asks for, or the errors that stop it (beside their fields)."""
     values = {name: form.text(name) for name in TEXT_FIELDS}
+    # A browser sends each line break of a textarea as CR LF; the topic's counter, and the
+    # topic as saved, have one character for it.
+    values["topic"] = values["topic"].replace("\r\n", "\n")
     values["history"] = "on" if form.text("history") else ""
     seats = format_seats()
     for format, defaults in seats.items():
@@ -218,8 +264,9 @@ def topic_problem(topic: TextValue | None) -> str | None:
     allowed, counted as it was read (the form keeps only the start of a very long one)."""
     if topic is None or not topic.text.strip():
         return "Enter a topic to debate."
-    if topic.chars > MAX_TOPIC_CHARS:
-        count = f"{topic.chars:,}" if topic.whole else f"more than {topic.chars:,}"
+    chars = topic.chars - topic.text.count("\r\n")
+    if chars > MAX_TOPIC_CHARS:
+        count = f"{chars:,}" if topic.whole else f"more than {chars:,}"
         return f"The topic is at most {MAX_TOPIC_CHARS:,} characters; this one has {count}."
     return None
 

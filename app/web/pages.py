@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Query, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
 from app import debates, export, store
 from app.context import MAX_CONTEXT_LINES
 from app.db import session_scope
 from app.models import DEBATE_STATUSES, Debate
 from app.providers.base import ProviderStatus
+from app.resources import STATIC_DIR
 from app.spec import FORMATS, SEEDS, TOPIC_TYPES
 from app.web.deps import (
     EngineDep,
@@ -27,7 +30,19 @@ from app.web.deps import (
     StatusesDep,
     TemplatesDep,
 )
-from app.web.forms import FormState, format_seats, model_field, parse_form, seat_field
+from app.web.forms import (
+    SEED_HELP,
+    SEED_TEXT,
+    TOPIC_TYPE_HELP,
+    TOPIC_TYPE_TEXT,
+    FormState,
+    format_seats,
+    known_models,
+    model_field,
+    parse_form,
+    seat_field,
+)
+from app.web.offload import off_loop
 from app.web.uploads import ReadForm, read_form
 from app.web.view import build_view
 
@@ -46,6 +61,11 @@ def form_context(
         "statuses": statuses,
         "topic_types": TOPIC_TYPES,
         "seeds": SEEDS,
+        "topic_type_text": TOPIC_TYPE_TEXT,
+        "topic_type_help": TOPIC_TYPE_HELP,
+        "seed_text": SEED_TEXT,
+        "seed_help": SEED_HELP,
+        "known_models": known_models(statuses),
         "seat_field": seat_field,
         "model_field": model_field,
         "limits": {
@@ -55,6 +75,16 @@ def form_context(
         },
         "recent": recent,
     }
+
+
+@router.get("/favicon.ico", include_in_schema=False)
+def favicon() -> Response:
+    """The icon, for whatever asks at the old address (pages name the SVG itself)."""
+    return FileResponse(
+        STATIC_DIR / "favicon.svg",
+        media_type="image/svg+xml",
+        headers={"Cache-Control": "public, max-age=86400"},
+    )
 
 
 @router.get("/", response_class=HTMLResponse, summary="The form that starts a debate")
@@ -119,11 +149,15 @@ def history(
     q: str = "",
     format: str = "",
     status: str = "",
-    page: Annotated[int, Query(ge=1, le=100_000)] = 1,
-) -> HTMLResponse:
+    page: Annotated[str, Query(description="A page number from 1; others lead to a page.")] = "1",
+) -> Response:
     # Unknown filter values are ignored, not refused: a page should always show something.
     chosen_format = format if format in FORMATS else ""
     chosen_status = status if status in DEBATE_STATUSES else ""
+    filters = HistoryFilters(q=q, format=chosen_format, status=chosen_status)
+    number = page_number(page)
+    if number is None:
+        return RedirectResponse(filters.url(1), status_code=302)
     # The session is opened here, not by a dependency: a generator dependency costs two more
     # trips to the thread pool, on the app's busiest page.
     with session_scope(engine) as session:
@@ -132,46 +166,84 @@ def history(
             query=q.strip() or None,
             format=chosen_format or None,
             status=chosen_status or None,
-            page=page,
+            page=min(number, MAX_PAGE),
             per_page=PER_PAGE,
         )
     pages = max(1, math.ceil(total / PER_PAGE))
+    if number > pages:
+        return RedirectResponse(filters.url(pages), status_code=302)
     context = {
         "debates": rows,
         "total": total,
-        "page": page,
+        "page": number,
         "pages": pages,
         "q": q,
         "format": chosen_format,
         "status": chosen_status,
         "formats": FORMATS,
         "statuses": DEBATE_STATUSES,
+        "page_url": filters.url,
     }
     return templates.TemplateResponse(request, "list.html", context)
+
+
+# Past any real history (two million debates); keeps the query's offset small.
+MAX_PAGE = 100_000
+
+
+@dataclass(frozen=True)
+class HistoryFilters:
+    """The history's filters, as its links carry them (empty ones left out)."""
+
+    q: str = ""
+    format: str = ""
+    status: str = ""
+
+    def url(self, page: int) -> str:
+        given = {"q": self.q, "format": self.format, "status": self.status}
+        query = {name: value for name, value in given.items() if value}
+        return f"/debates?{urlencode({**query, 'page': page})}"
+
+
+def page_number(text: str) -> int | None:
+    """The page a ``?page=`` asks for, from 1; None when it is not a page number at all (a
+    typo, 0, a fraction): such an address leads to the first page rather than an error."""
+    digits = text.strip()
+    if not digits.isascii() or not digits.isdigit():
+        return None
+    significant = digits.lstrip("0")
+    if not significant:
+        return None
+    # However many digits it has, a number past MAX_PAGE is past the last page.
+    return int(significant) if len(significant) <= len(str(MAX_PAGE)) else MAX_PAGE + 1
 
 
 @router.get("/debates/{debate_id}", response_class=HTMLResponse, summary="A debate, live")
 async def debate_page(
     debate_id: str, request: Request, engine: EngineDep, hub: HubDep, templates: TemplatesDep
 ) -> HTMLResponse:
-    # The live turns first, then the database, with no await between: the page shows exactly
-    # the state after the snapshot's last event, and its stream continues from that id. A
-    # turn that completed in between is already in the database; its replayed completion
-    # event then replaces it with itself.
+    # The live turns first, then the database: the page shows the state after the snapshot's
+    # last event or later, and its stream continues from that id. A turn that completed in
+    # between is already in the database; its replayed events then bring it back to itself.
     snapshot = hub.snapshot(debate_id)
-    with session_scope(engine) as session:
-        debate = store.get_debate(session, debate_id=debate_id)
-        if debate is None:
-            raise HTTPException(404, f"No debate {debate_id}.")
-        rows = store.turns_of(session, debate_id=debate_id)
-    view = build_view(
-        debate,
-        store.debate_spec(debate),
-        rows,
-        live_turns=snapshot.live_turns,
-        last_event_id=snapshot.last_id,
-    )
-    return templates.TemplateResponse(request, "debate.html", {"view": view})
+
+    def read_and_render() -> HTMLResponse:
+        with session_scope(engine) as session:
+            debate = store.get_debate(session, debate_id=debate_id)
+            if debate is None:
+                raise HTTPException(404, f"No debate {debate_id}.")
+            rows = store.turns_of(session, debate_id=debate_id)
+        view = build_view(
+            debate,
+            store.debate_spec(debate),
+            rows,
+            live_turns=snapshot.live_turns,
+            last_event_id=snapshot.last_id,
+        )
+        return templates.TemplateResponse(request, "debate.html", {"view": view})
+
+    # A large debate takes long to read and render: never on the event loop.
+    return await off_loop(read_and_render)
 
 
 @router.post("/debates/{debate_id}/cancel", summary="Cancel a debate (form)")
@@ -225,7 +297,8 @@ def download_plan(debate_id: str, session: SessionDep) -> Response:
     debate = _finished(session, debate_id)
     if debate.format != "duel" or debate.topic_type != "plan":
         raise HTTPException(404, "Only a plan duel has a plan.")
-    text = (debate.synthesis or "").strip() + "\n"
+    turns = store.turns_of(session, debate_id=debate_id)
+    text = export.plan_markdown(debate, turns, date=_date(debate))
     return _attachment(text.encode(), plan_filename(debate), "text/markdown; charset=utf-8")
 
 

@@ -1,15 +1,20 @@
 """Who may use the web app, from where, and what its pages may load.
 
 - ``SecurityHeaders`` (outermost middleware): every response, errors and streams included,
-  carries a Content-Security-Policy that lets scripts come only from this origin and the
-  pinned CDN files in ``app.web.assets``, plus nosniff, frame and referrer headers.
+  carries a Content-Security-Policy that lets scripts come only from this origin and, with
+  ``ARGUE_ASSETS=cdn``, the pinned CDN files in ``app.vendored``, plus nosniff, frame and
+  referrer headers. Every page, the API reference included, is under that one policy.
 - ``AccessGuard``: in this order, (1) the Host must be an allowed one when
   ``allowed_hosts`` is set (a DNS-rebinding guard for a loopback server); (2) a
   state-changing request must come from this origin unless it carries a valid Bearer token;
   (3) when ``auth_token`` or ``auth_user``/``auth_password`` is set, every request needs a
-  credential, except ``/healthz``, ``/static/`` and the login page itself.
+  credential, except ``/healthz``, ``/static/`` and the login page itself. Failed
+  credentials are limited per client address and overall (``app.web.signin``): 429 with
+  Retry-After.
 - ``login_router``: ``GET``/``POST /login`` and ``POST /logout`` for the token mode; the
-  session cookie holds an HMAC of the token (with its issue time), never the token.
+  session cookie holds a session id, its issue time and an HMAC of them keyed by the token,
+  never the token. A cookie works only while this process holds its session: signing out
+  ends it.
 
 The cross-site rule: a browser always sends ``Origin`` with a cross-site POST (and, under
 our ``Referrer-Policy: same-origin``, the true origin with a same-origin one), so a request
@@ -20,9 +25,9 @@ configured it still needs its credential.
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import hmac
+import math
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
@@ -31,13 +36,13 @@ from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, FastAPI, Form, HTTPException, Request
-from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import Response
 
 from app.config import Settings
 from app.web import assets
+from app.web.signin import SessionStore, SignInLimiter, SignIns, client_address
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -106,7 +111,7 @@ def basic_ok(access: Access, authorization: str | None) -> bool:
         return False
     try:
         decoded = base64.b64decode(credential.strip(), validate=True).decode()
-    except (binascii.Error, UnicodeDecodeError):
+    except ValueError:  # not base64 (non-ASCII text included), or not UTF-8 once decoded
         return False
     user, colon, password = decoded.partition(":")
     assert access.user is not None and access.password is not None
@@ -116,25 +121,38 @@ def basic_ok(access: Access, authorization: str | None) -> bool:
     return bool(colon) and user_ok and password_ok
 
 
-def session_value(token: str, issued: int) -> str:
-    """The cookie for a login at ``issued`` (Unix seconds): a MAC keyed by the token, so
-    the cookie proves the token was known without containing it, and changing the token
-    signs everyone out."""
-    mac = hmac.new(token.encode(), f"argue-session:{issued}".encode(), hashlib.sha256)
-    return f"{issued}.{mac.hexdigest()}"
+def session_value(token: str, issued: int, session_id: str = "") -> str:
+    """The cookie for session ``session_id`` begun at ``issued`` (Unix seconds), with a MAC
+    keyed by the token: the cookie proves the token was known without containing it, and
+    changing the token signs everyone out."""
+    message = f"argue-session:{issued}:{session_id}".encode()
+    mac = hmac.new(token.encode(), message, hashlib.sha256)
+    return f"{issued}.{session_id}.{mac.hexdigest()}"
+
+
+# ASCII digits only: ``str.isdigit`` also takes "²", which ``int`` then refuses.
+_SESSION_COOKIE = re.compile(
+    r"(?P<issued>[0-9]{1,12})\.(?P<id>[0-9a-f]{0,64})\.[0-9a-f]{64}", re.ASCII
+)
+
+
+def session_id_of(cookie: str | None) -> str | None:
+    """The session id a well-formed cookie names (its MAC unchecked); None otherwise."""
+    match = _SESSION_COOKIE.fullmatch(cookie or "")
+    return None if match is None else match["id"]
 
 
 def session_ok(access: Access, cookie: str | None, *, now: float | None = None) -> bool:
-    if access.token is None or not cookie:
+    """Whether ``cookie`` was made with the token and has not expired. Whether its session
+    is still open is the session store's to say."""
+    match = _SESSION_COOKIE.fullmatch(cookie or "")
+    if access.token is None or match is None:
         return False
-    issued_text, _, _ = cookie.partition(".")
-    if not issued_text.isdigit():
-        return False
-    issued = int(issued_text)
+    issued = int(match["issued"])
     now = time.time() if now is None else now
     if not now - SESSION_SECONDS <= issued <= now + 60:
         return False
-    return _same(cookie, session_value(access.token, issued))
+    return _same(match[0], session_value(access.token, issued, match["id"]))
 
 
 # -- where a request comes from --------------------------------------------------------------
@@ -207,9 +225,10 @@ def is_open(path: str) -> bool:
 class AccessGuard:
     """ASGI middleware enforcing the host, cross-site and credential rules above."""
 
-    def __init__(self, app: ASGIApp, access: Access) -> None:
+    def __init__(self, app: ASGIApp, access: Access, sign_ins: SignIns) -> None:
         self.app = app
         self.access = access
+        self.sign_ins = sign_ins
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # the app has no websockets; lifespan passes through
@@ -226,21 +245,39 @@ class AccessGuard:
         access = self.access
         if not host_allowed(headers.get("host", ""), access.allowed_hosts):
             return PlainTextResponse("Invalid Host header.", status_code=400)
-        authorization = headers.get("authorization")
-        with_bearer = bearer_ok(access, authorization)
+        # Open paths take no credential: none is tried there, so none is guessed there.
+        checked = access.required and not is_open(scope["path"])
+        authorization = headers.get("authorization") if checked else None
+        scheme = _offered_scheme(access, authorization)
+        with_credential = False
+        if scheme is not None:
+            assert authorization is not None
+            verify = bearer_ok if scheme == "bearer" else basic_ok
+            attempt = self.sign_ins.limiter.attempt(
+                client_address(scope), lambda: verify(access, authorization)
+            )
+            if attempt.retry_after is not None:
+                return too_many_failures(scope, headers, attempt.retry_after)
+            with_credential = attempt.ok
+        with_bearer = with_credential and scheme == "bearer"
         method = scope.get("method", "GET")
         if method not in SAFE_METHODS and not with_bearer:
             reason = cross_site_refusal(headers, access.allowed_origins)
             if reason is not None:
                 return _error(scope, headers, 403, reason)
-        if not access.required or is_open(scope["path"]) or with_bearer:
+        if not checked or with_credential:
             return None
-        if basic_ok(access, authorization):
-            return None
-        if session_ok(access, _cookie(headers, SESSION_COOKIE)):
+        if self.signed_in(headers):
             scope.setdefault("state", {})["signed_in"] = True
             return None
         return self.challenge(scope, headers)
+
+    def signed_in(self, headers: Headers) -> bool:
+        cookie = _cookie(headers, SESSION_COOKIE)
+        session_id = session_id_of(cookie)
+        if session_id is None or not session_ok(self.access, cookie):
+            return False
+        return self.sign_ins.sessions.is_live(session_id)
 
     def challenge(self, scope: Scope, headers: Headers) -> Response:
         access = self.access
@@ -260,6 +297,33 @@ class AccessGuard:
             response.headers.append("WWW-Authenticate", challenge)
         response.headers["Cache-Control"] = "no-store"
         return response
+
+
+def _offered_scheme(access: Access, authorization: str | None) -> str | None:
+    """``bearer`` or ``basic`` when ``authorization`` offers a credential of a kind this app
+    takes; None otherwise (a header meant for a proxy in front of it, in another scheme, is
+    no guess at ours)."""
+    scheme = (authorization or "").partition(" ")[0].lower()
+    if (scheme == "bearer" and access.token is not None) or (scheme == "basic" and access.basic):
+        return scheme
+    return None
+
+
+def too_many_failures(scope: Scope, headers: Headers, wait: float) -> Response:
+    seconds = retry_seconds(wait)
+    response = _error(scope, headers, 429, too_many_message(seconds))
+    response.headers["Retry-After"] = str(seconds)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def retry_seconds(wait: float) -> int:
+    return max(1, math.ceil(wait))
+
+
+def too_many_message(seconds: int) -> str:
+    when = f"{seconds} seconds" if seconds < 90 else f"{math.ceil(seconds / 60)} minutes"
+    return f"Too many failed sign-ins. Try again in {when}."
 
 
 def _cookie(headers: Headers, name: str) -> str | None:
@@ -337,14 +401,25 @@ def login(
 ) -> Response:
     access = _token_access(request)
     assert access.token is not None
-    if not _same(token, access.token):
+    expected = access.token
+    sign_ins: SignIns = request.app.state.sign_ins
+    attempt = sign_ins.limiter.attempt(
+        client_address(request.scope), lambda: _same(token, expected)
+    )
+    if attempt.retry_after is not None:
+        seconds = retry_seconds(attempt.retry_after)
+        error = too_many_message(seconds)
+        page = login_page(request.scope, next_path=next, status_code=429, error=error)
+        page.headers["Retry-After"] = str(seconds)
+        return page
+    if not attempt.ok:
         return login_page(
             request.scope, next_path=next, status_code=401, error="That is not the token."
         )
     response = RedirectResponse(safe_next(next), status_code=303)
     response.set_cookie(
         SESSION_COOKIE,
-        session_value(access.token, int(time.time())),
+        session_value(access.token, int(time.time()), sign_ins.sessions.issue()),
         max_age=SESSION_SECONDS,
         path="/",
         httponly=True,
@@ -355,7 +430,12 @@ def login(
 
 
 @login_router.post("/logout")
-def logout() -> Response:
+def logout(request: Request) -> Response:
+    """Ends the session on the server too: its cookie, replayed, no longer signs anyone in."""
+    session_id = session_id_of(request.cookies.get(SESSION_COOKIE))
+    if session_id is not None:
+        sign_ins: SignIns = request.app.state.sign_ins
+        sign_ins.sessions.end(session_id)
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
     return response
@@ -379,66 +459,18 @@ COMMON_DIRECTIVES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def page_policy() -> str:
-    """The app's own pages: scripts from here and the exact pinned CDN files, nothing
-    inline; styles from here only (htmx's injected indicator style is turned off in
+def page_policy(mode: assets.AssetsMode = "cdn") -> str:
+    """The app's pages: scripts from here (and, in ``cdn`` mode, the exact pinned CDN files),
+    nothing inline; styles from here only (htmx's injected indicator style is turned off in
     ``base.html``); SSE and htmx requests back to here."""
     return _policy(
         (
-            ("script-src", ("'self'", *(script.url for script in assets.SCRIPTS))),
+            ("script-src", ("'self'", *assets.script_origins(mode))),
             ("style-src", ("'self'",)),
             ("img-src", ("'self'", "data:")),
             *COMMON_DIRECTIVES,
         )
     )
-
-
-_SCRIPT = re.compile(r"<script(?P<attrs>[^>]*)>(?P<body>.*?)</script>", re.S)
-_SRC = re.compile(r'src="([^"]+)"')
-_LINK = re.compile(r"<link(?P<attrs>[^>]*)>")
-_HREF = re.compile(r'href="([^"]+)"')
-
-
-def html_policy(html: str) -> str:
-    """A policy for a page FastAPI writes itself (Swagger UI): its script files and the
-    sha256 of its inline scripts, computed from FastAPI's own generator, not the response."""
-    scripts: list[str] = []
-    styles: list[str] = ["'self'", "'unsafe-inline'"]  # Swagger UI sets inline styles
-    images: list[str] = ["'self'", "data:"]
-    for match in _SCRIPT.finditer(html):
-        src = _SRC.search(match["attrs"])
-        if src:
-            scripts.append(src.group(1))
-        else:
-            digest = hashlib.sha256(match["body"].encode()).digest()
-            scripts.append(f"'sha256-{base64.b64encode(digest).decode()}'")
-    for match in _LINK.finditer(html):
-        href = _HREF.search(match["attrs"])
-        if href:
-            (styles if "stylesheet" in match["attrs"] else images).append(href.group(1))
-    return _policy(
-        (("script-src", scripts), ("style-src", styles), ("img-src", images), *COMMON_DIRECTIVES)
-    )
-
-
-def docs_policies(app: FastAPI) -> dict[str, str]:
-    """The policies of FastAPI's docs pages, by path, as FastAPI would write them."""
-    policies: dict[str, str] = {}
-    if app.openapi_url and app.docs_url:
-        redirect = app.swagger_ui_oauth2_redirect_url
-        page = get_swagger_ui_html(
-            openapi_url=app.openapi_url,
-            title=f"{app.title} - Swagger UI",
-            oauth2_redirect_url=redirect,
-            init_oauth=app.swagger_ui_init_oauth,
-            swagger_ui_parameters=app.swagger_ui_parameters,
-        )
-        policies[app.docs_url] = html_policy(bytes(page.body).decode())
-        if redirect:
-            policies[redirect] = html_policy(
-                bytes(get_swagger_ui_oauth2_redirect_html().body).decode()
-            )
-    return policies
 
 
 BASE_HEADERS: tuple[tuple[str, str], ...] = (
@@ -456,16 +488,15 @@ class SecurityHeaders:
     """ASGI middleware: the headers above on every HTTP response. Pure ASGI (not
     ``BaseHTTPMiddleware``) so streams pass through unbuffered."""
 
-    def __init__(self, app: ASGIApp, policy: str, policies: dict[str, str]) -> None:
+    def __init__(self, app: ASGIApp, policy: str) -> None:
         self.app = app
         self.policy = policy
-        self.policies = policies
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        policy = self.policies.get(scope["path"], self.policy)
+        policy = self.policy
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -482,7 +513,9 @@ def install(app: FastAPI, settings: Settings) -> None:
     """Add the login routes and both middlewares (the headers outermost, so the guard's own
     refusals carry them too)."""
     access = Access.from_settings(settings)
+    sign_ins = SignIns(sessions=SessionStore(lifetime=SESSION_SECONDS), limiter=SignInLimiter())
     app.state.access = access
+    app.state.sign_ins = sign_ins
     app.include_router(login_router)
-    app.add_middleware(AccessGuard, access=access)
-    app.add_middleware(SecurityHeaders, policy=page_policy(), policies=docs_policies(app))
+    app.add_middleware(AccessGuard, access=access, sign_ins=sign_ins)
+    app.add_middleware(SecurityHeaders, policy=page_policy(settings.assets))

@@ -7,20 +7,28 @@ Two views of the same hub events:
   turn is appended to its group, text deltas are appended (escaped) to the turn's text, a
   completed turn replaces itself with its rendered Markdown. ``end`` carries the whole
   server-rendered final page body; ``reload`` asks the page to reload (its last event id
-  belongs to an earlier process).
+  is not one this process issued: an earlier process's, or malformed).
 - ``GET /api/debates/{id}/events`` — the events themselves: ``event:`` is the type, ``data``
   its JSON, ``id`` its id.
 
 Both resume after ``Last-Event-ID`` (header, or ``?last_event_id=``) with no gap and no
-duplicate, and close when the debate has ended. Sessions are opened inside the generators,
-one short unit of work each; the hub subscription is closed in ``finally`` (a disconnect
-arrives as a cancellation).
+duplicate, and close when the debate has ended. An id that this process did not issue is
+answered with ``reload``, not an error status: a browser's EventSource gives up for good on
+one, and the page would silently stop updating instead of catching up. Sessions are opened
+inside the generators, one short unit of work each; the hub subscription is closed in
+``finally`` (a disconnect arrives as a cancellation).
+
+Nothing heavy runs on the event loop: the database is read in threads, and rendering (the
+final body, saved turns) or encoding a long replay runs in ``app.web.offload``'s pool, in
+chunks of ``REPLAY_CHUNK_EVENTS`` events, so a few hundred viewers replaying a large debate
+at once leave the loop free to answer everyone else.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Annotated, Any
 
@@ -30,13 +38,15 @@ from markupsafe import Markup, escape
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.concurrency import run_in_threadpool
 
 from app import store
 from app.db import session_scope
-from app.events import Event, EventHub, StaleEventId
+from app.events import Event, EventHub, UnknownEventId
 from app.jobs import FINAL_STATUSES
 from app.models import Turn
 from app.web.deps import EngineDep, HubDep, TemplatesDep
+from app.web.offload import off_loop
 from app.web.view import (
     PHASE_TITLES,
     GroupView,
@@ -52,6 +62,10 @@ from app.web.view import (
 router = APIRouter()
 
 PING_SECONDS = 15.0
+# One write of a long replay holds this many events: between two, other tasks run.
+REPLAY_CHUNK_EVENTS = 200
+# Events whose encoding is cheap enough to make on the loop when one arrives alone.
+CHEAP_EVENTS = frozenset({"delta", "usage"})
 
 
 def chosen_last_id(header: str | None, query: str | None) -> str | None:
@@ -76,6 +90,32 @@ def _subscribe(
     return hub.subscribe_batches(debate_id, last_event_id=last_event_id)
 
 
+async def encoded_chunks(
+    batch: list[Event], kind: str, encode: Callable[[Event], bytes]
+) -> AsyncIterator[bytes]:
+    """``batch`` encoded as ``kind``, in chunks of at most ``REPLAY_CHUNK_EVENTS`` events.
+    Encodings are made once per event and shared by every viewer; those still to make are
+    made in the pool, unless it is one cheap event (a live delta)."""
+    for start in range(0, len(batch), REPLAY_CHUNK_EVENTS):
+        part = batch[start : start + REPLAY_CHUNK_EVENTS]
+        if start:
+            await asyncio.sleep(0)  # a long replay yields the loop between its writes
+        if _all_encoded(part, kind) or (len(part) == 1 and part[0].type in CHEAP_EVENTS):
+            chunk = _join(part, kind, encode)
+        else:
+            chunk = await off_loop(_join, part, kind, encode)
+        if chunk:
+            yield chunk
+
+
+def _all_encoded(events: list[Event], kind: str) -> bool:
+    return all(kind in event.encodings for event in events)
+
+
+def _join(events: list[Event], kind: str, encode: Callable[[Event], bytes]) -> bytes:
+    return b"".join(event.encoded(kind, encode) for event in events)
+
+
 def _finished_elsewhere(hub: EventHub, status: str, debate_id: str) -> bool:
     """Finished, and this process has no events about it (it ended before this process
     started, or long ago): there is nothing to replay, only the end to tell."""
@@ -98,7 +138,7 @@ async def page_stream(
     last_event_id: Annotated[str | None, Query()] = None,
     last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> EventSourceResponse:
-    status = _debate_status(engine, debate_id)
+    status = await run_in_threadpool(_debate_status, engine, debate_id)
     fragments = Fragments(templates.env, engine, debate_id)
     after = chosen_last_id(last_event_id_header, last_event_id)
     return EventSourceResponse(
@@ -116,16 +156,15 @@ async def page_events(
     last_event_id: str | None,
 ) -> AsyncIterator[ServerSentEvent | bytes]:
     if _finished_elsewhere(hub, status, debate_id):
-        yield ServerSentEvent(data=fragments.final_body(), event="end")
+        yield ServerSentEvent(data=await off_loop(fragments.final_body), event="end")
         return
     try:
         async with aclosing(_subscribe(hub, debate_id, last_event_id)) as batches:
             async for batch in batches:
                 # Every viewer of a debate gets the same bytes for an event: render once.
-                chunk = b"".join(event.encoded("page", fragments.encode) for event in batch)
-                if chunk:
+                async for chunk in encoded_chunks(batch, "page", fragments.encode):
                     yield chunk
-    except StaleEventId:
+    except UnknownEventId:
         yield ServerSentEvent(data="stale", event="reload")
 
 
@@ -267,8 +306,9 @@ def oob_append(selector: str, inner: str | Markup) -> str:
         "turn_completed, turn_failed, usage, end) and JSON `data`. Reconnect with the "
         "`Last-Event-ID` header (or `?last_event_id=`) to continue without gap or duplicate. "
         "The stream closes after `end`; a debate that finished before this server started "
-        "sends one `end` with its status. `reload` means the id is from an earlier server "
-        "process: what follows starts over (fetch the debate for what came before)."
+        "sends one `end` with its status. `reload` means the id is not one this server process "
+        "issued (an earlier process's, or malformed): what follows starts over from the "
+        "debate's first event in this process (fetch the debate for what came before)."
     ),
     response_class=EventSourceResponse,
     tags=["api"],
@@ -280,7 +320,7 @@ async def json_stream(
     last_event_id: Annotated[str | None, Query()] = None,
     last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> EventSourceResponse:
-    status = _debate_status(engine, debate_id)
+    status = await run_in_threadpool(_debate_status, engine, debate_id)
     after = chosen_last_id(last_event_id_header, last_event_id)
     return EventSourceResponse(
         json_events(hub, engine, debate_id, status=status, last_event_id=after),
@@ -297,28 +337,30 @@ async def json_events(
     last_event_id: str | None,
 ) -> AsyncIterator[ServerSentEvent | bytes]:
     if _finished_elsewhere(hub, status, debate_id):
-        with session_scope(engine) as session:
-            debate = store.get_debate(session, debate_id=debate_id)
-            reason = debate.status_reason if debate else None
+        reason = await run_in_threadpool(_status_reason, engine, debate_id)
         yield ServerSentEvent(data=json.dumps({"status": status, "reason": reason}), event="end")
         return
     try:
         async with aclosing(_subscribe(hub, debate_id, last_event_id)) as batches:
             async for batch in batches:
-                yield json_chunk(batch)
+                async for chunk in encoded_chunks(batch, "json", _encode_json):
+                    yield chunk
         return
-    except StaleEventId:
+    except UnknownEventId:
         yield ServerSentEvent(
-            data=json.dumps({"reason": "the event id is from an earlier server process"}),
+            data=json.dumps({"reason": "the event id is not one this server process issued"}),
             event="reload",
         )
     async with aclosing(_subscribe(hub, debate_id, None)) as batches:
         async for batch in batches:
-            yield json_chunk(batch)
+            async for chunk in encoded_chunks(batch, "json", _encode_json):
+                yield chunk
 
 
-def json_chunk(batch: list[Event]) -> bytes:
-    return b"".join(event.encoded("json", _encode_json) for event in batch)
+def _status_reason(engine: Engine, debate_id: str) -> str | None:
+    with session_scope(engine) as session:
+        debate = store.get_debate(session, debate_id=debate_id)
+        return debate.status_reason if debate else None
 
 
 def json_event(event: Event) -> ServerSentEvent:

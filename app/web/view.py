@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.endings import ended_early_note
 from app.events import LiveTurn
 from app.models import ACTIVE_STATUSES, Debate, Turn
 from app.spec import DebateSpec, Seat
@@ -64,10 +65,15 @@ class TurnView:
     usage_estimated: bool = False
     latency_ms: int = 0
     attempts: int = 1
+    ended_early: str | None = None
 
     @property
     def id(self) -> str:
         return dom_id(self.key)
+
+    @property
+    def ended_early_note(self) -> str | None:
+        return ended_early_note(self.ended_early, output_tokens=self.output_tokens)
 
     @property
     def group_id(self) -> str:
@@ -114,6 +120,7 @@ def turn_from_row(turn: Turn) -> TurnView:
         usage_estimated=turn.usage_estimated,
         latency_ms=turn.latency_ms,
         attempts=turn.attempts,
+        ended_early=turn.ended_early,
     )
 
 

@@ -44,9 +44,16 @@ def test_export_transcript_to_a_file(fake: FakeLLMServer, argue: Argue, tmp_path
     assert result.code == 0
     assert result.out == ""
     assert f"Written to {target}" in result.err
-    messages = target.read_text().split("\n\n---\n\n")
-    assert len(messages) == 4  # two openings, a rebuttal and a response
-    assert all(re.match(r"\*\*(Claude|Gemini)\*\*: ", message) for message in messages)
+    written = target.read_text()
+    assert written.startswith("# Argue transcript: a topic\n")
+    turns = re.findall(r"^### Round (\d) · (\w+) · (Claude|Gemini) \(", written, re.MULTILINE)
+    # two openings, a rebuttal and a response
+    assert [(n, phase) for n, phase, _ in turns] == [
+        ("1", "opening"),
+        ("1", "opening"),
+        ("2", "rebuttal"),
+        ("2", "response"),
+    ]
 
 
 def test_workspace_of_a_duel_is_refused(fake: FakeLLMServer, argue: Argue) -> None:

@@ -64,6 +64,7 @@ def test_plan_prefix_runs_a_plan_debate_and_writes_the_plan(
     plans = list((home / "plans").glob("*.md"))
     assert len(plans) == 1
     assert f"Plan written to {plans[0]}" in result.out
+    assert plans[0].read_text().startswith("# Argue plan: adopt sqlite\n")
 
 
 def test_a_missing_topic_is_asked_for_on_a_terminal(
@@ -149,7 +150,7 @@ def test_a_whole_duel_streams_and_writes_finals_and_history(
     assert f"History written to {histories[0]}" in out
     assert finals.read_text().startswith("# Argue: Should we use SQLite?\n")
     assert "**Converged**: yes" in finals.read_text()
-    assert "**Claude**: " in histories[0].read_text()
+    assert "\n### Round 1 · opening · Claude (" in histories[0].read_text()
     # Saved where the web app reads it, with the paths of its files.
     debate = _only_debate(db)
     assert debate.status == "completed"

@@ -152,14 +152,14 @@ def panel_en() -> tuple[Debate, list[Turn]]:
                           EN_CLAIMS[role]))  # fmt: skip
     turns.append(turn(6, "con_codex", "Con · Codex", "claim", 1, status="failed",
                       error_message="rate limited"))  # fmt: skip
-    turns.append(turn(7, "pro_summarizer", "Pro summarizer", "summary", 1,
+    turns.append(turn(7, "pro_summarizer", "Pro summarizer", "summary", 2,
                       EN_SUMMARIES["pro_summarizer"]))  # fmt: skip
-    turns.append(turn(8, "con_summarizer", "Con summarizer", "summary", 1,
+    turns.append(turn(8, "con_summarizer", "Con summarizer", "summary", 2,
                       EN_SUMMARIES["con_summarizer"]))  # fmt: skip
-    turns.append(turn(9, "judge", "Judge", "judgement", 1, "(the judge's raw answer)",
+    turns.append(turn(9, "judge", "Judge", "judgement", 3, "(the judge's raw answer)",
                       verdict=EN_VERDICT))  # fmt: skip
     return (
-        debate(topic=EN_TOPIC, format="panel", rounds_run=1, synthesis=EN_VERDICT["synthesis"]),
+        debate(topic=EN_TOPIC, format="panel", rounds_run=3, synthesis=EN_VERDICT["synthesis"]),
         turns,
     )
 
@@ -225,13 +225,13 @@ def panel_ja() -> tuple[Debate, list[Turn]]:
         side, seat = role.split("_")
         label = f"{'Pro' if side == 'pro' else 'Con'} · {seat.title()}"
         turns.append(turn(seq, role, label, "claim", 1, text))
-    turns.append(turn(7, "con_summarizer", "Con summarizer", "summary", 1,
+    turns.append(turn(7, "con_summarizer", "Con summarizer", "summary", 2,
                       JA_SUMMARIES["con_summarizer"]))  # fmt: skip
-    turns.append(turn(8, "pro_summarizer", "Pro summarizer", "summary", 1,
+    turns.append(turn(8, "pro_summarizer", "Pro summarizer", "summary", 2,
                       JA_SUMMARIES["pro_summarizer"]))  # fmt: skip
-    turns.append(turn(9, "judge", "Judge", "judgement", 1, "{...}", verdict=JA_VERDICT))
+    turns.append(turn(9, "judge", "Judge", "judgement", 3, "{...}", verdict=JA_VERDICT))
     return (
-        debate(id="0f1e2d3c4b5a", topic=JA_TOPIC, format="panel", rounds_run=1,
+        debate(id="0f1e2d3c4b5a", topic=JA_TOPIC, format="panel", rounds_run=3,
                synthesis=JA_SYNTHESIS),
         turns,
     )  # fmt: skip

@@ -63,19 +63,25 @@ def test_history_transcript_matches_golden() -> None:
     assert_golden("history_duel.md", text)
 
 
+def _turn_headings(text: str) -> list[str]:
+    return re.findall(r"^### (.*)$", text, flags=re.MULTILINE)
+
+
 def test_transcript_holds_the_exchange_in_reading_order() -> None:
     text = export.transcript_markdown(samples.duel_converged(), samples.duel_turns())
-    messages = text.rstrip("\n").split("\n\n---\n\n")
-    assert [m.split(":", 1)[0] for m in messages] == [
-        "**Claude**",  # Claude's opening reads first though Gemini's finished first
-        "**Gemini**",
-        "**Claude**",
-        "**Gemini**",
-        "**Claude**",
-        "**Gemini**",
+    assert [heading.split(" · ")[2] for heading in _turn_headings(text)] == [
+        "Claude (local:smollm2)",  # Claude's opening reads first though Gemini's finished first
+        "Gemini (local:smollm2)",
+        "Claude (local:smollm2)",
+        "Gemini (local:smollm2)",
+        "Claude (local:smollm2)",
+        "Gemini (local:smollm2)",
     ]
-    assert messages[0] == "**Claude**: SQLite: one file, zero operations."
-    assert messages[1] == "**Gemini**: Postgres: it scales with the team."
+    round_one = text.split("## Round 1\n\n", 1)[1].split("\n\n## Round 2", 1)[0]
+    assert round_one == (
+        "### Round 1 · opening · Claude (local:smollm2)\n\nSQLite: one file, zero operations.\n\n"
+        "### Round 1 · opening · Gemini (local:smollm2)\n\nPostgres: it scales with the team."
+    )
 
 
 def test_transcript_leaves_out_seed_convergence_checks_and_synthesis() -> None:
@@ -87,18 +93,23 @@ def test_transcript_leaves_out_seed_convergence_checks_and_synthesis() -> None:
 
 def test_transcript_names_seats_never_user_or_model() -> None:
     text = export.transcript_markdown(samples.duel_converged(), samples.duel_turns())
-    assert set(re.findall(r"^\*\*(\w+)\*\*:", text, flags=re.MULTILINE)) == {"Claude", "Gemini"}
+    seats = {heading.split(" · ")[2].split(" (")[0] for heading in _turn_headings(text)}
+    assert seats == {"Claude", "Gemini"}
+    assert not re.search(r"^\*\*(User|Model|Assistant)\*\*", text, flags=re.MULTILINE)
 
 
 def test_transcript_lists_a_failed_turn_as_failed_without_content() -> None:
     text = export.transcript_markdown(samples.duel_converged(), samples.duel_turns())
-    assert text.endswith("**Gemini**: _(this turn failed: server error 500)_\n")
+    assert text.endswith(
+        "### Round 3 · response · Gemini (local:smollm2)\n\n"
+        "_(this turn failed: server error 500)_\n"
+    )
 
 
 def test_panel_transcript_has_every_turn_with_its_label() -> None:
     debate, turns = samples.panel_en()
     text = export.transcript_markdown(debate, turns)
-    names = re.findall(r"^\*\*([^*]+)\*\*: ", text, flags=re.MULTILINE)
+    names = [heading.split(" · ", 2)[2].split(" (")[0] for heading in _turn_headings(text)]
     assert names[:6] == [
         "Pro · Claude",
         "Pro · Gemini",
@@ -108,7 +119,10 @@ def test_panel_transcript_has_every_turn_with_its_label() -> None:
         "Con · Codex",
     ]
     assert names[-3:] == ["Pro summarizer", "Con summarizer", "Judge"]
-    assert "**Con · Codex**: _(this turn failed: rate limited)_" in text
+    assert (
+        "### Round 1 · claim · Con · Codex (local:smollm2)\n\n_(this turn failed: rate limited)_"
+        in text
+    )
 
 
 # ---------------------------------------------------------------- names
@@ -228,7 +242,7 @@ def test_unreadable_judgement_shows_the_judges_text_instead_of_a_table() -> None
     turns[-1].verdict = {"parsed": False, "synthesis": ""}
     text = export.final_report_markdown(debate, turns, date=REPORT_TIME)
     assert "| Criterion |" not in text
-    assert "its full answer follows.\n\n(the judge's raw answer)\n" in text
+    assert "its answer follows.\n\n(the judge's raw answer)\n" in text
     # No synthesis in the verdict: the debate's synthesis is used.
     assert text.endswith(f"## 4. Synthesis\n\n{samples.EN_VERDICT['synthesis']}\n")
 

@@ -111,12 +111,24 @@ def test_retention_never_touches_other_slugs_or_other_files(tmp_path: Path) -> N
 def test_plan_topic_writes_the_synthesis_to_a_whimsical_plan(tmp_path: Path) -> None:
     debate = samples.duel_split()
     outputs = write_outputs(
-        data_dir=tmp_path, debate=debate, turns=[], now=NOW, rng=random.Random(3)
+        data_dir=tmp_path, debate=debate, turns=samples.duel_turns(), now=NOW, rng=random.Random(3)
     )
     assert outputs.plan is not None
     assert outputs.plan.parent == tmp_path / "plans"
     assert len(outputs.plan.stem.split("-")) == 3
-    assert outputs.plan.read_text(encoding="utf-8") == samples.SPLIT_SYNTHESIS + "\n"
+    written = outputs.plan.read_text(encoding="utf-8")
+    assert written == export.plan_markdown(debate, samples.duel_turns(), date=NOW)
+    assert written.endswith(f"## Plan\n\n{samples.SPLIT_SYNTHESIS}\n")
+
+
+def test_plan_file_says_what_it_is_about_and_where_it_came_from(tmp_path: Path) -> None:
+    debate = samples.duel_split()
+    outputs = write_outputs(data_dir=tmp_path, debate=debate, turns=[], now=NOW)
+    assert outputs.plan is not None
+    written = outputs.plan.read_text(encoding="utf-8")
+    assert written.startswith("# Argue plan: Ship the export feature\n")
+    assert "- **Date**: 2026-03-19\n" in written
+    assert f"- **From debate**: {debate.id} (duel · plan · " in written
 
 
 def test_plan_name_does_not_collide_with_an_existing_plan(tmp_path: Path) -> None:

@@ -155,7 +155,7 @@ def test_a_wrong_or_odd_body_comes_back_as_the_form_with_errors(
 def test_the_form_states_its_limits(client: TestClient) -> None:
     page = client.get("/").text
     assert "Topic <small>(up to 2,000 characters)</small>" in page
-    assert 'maxlength="2000"' in page
+    assert 'data-limit="2000"' in page  # counted as one types, never cut (no maxlength)
     assert "(duel, 1–8)" in page and 'min="1" max="8"' in page
     assert "up to 10 files of 200 kB each; each is cut to its first 300 lines" in page
     assert 'maxlength="128"' in page

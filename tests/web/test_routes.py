@@ -300,9 +300,13 @@ def test_duel_downloads_are_named_as_the_files_are(client: TestClient) -> None:
     assert finals.text.startswith("# Argue: Plan the v2 API\n**Type**: plan")
     transcript = client.get(f"/debates/{debate_id}/transcript.md")
     assert re.fullmatch(r"plan-the-v2-api-plan-\d{8}T\d{6}\.md", _filename(transcript))
-    assert "**Claude**: " in transcript.text and "**Gemini**: " in transcript.text
+    assert transcript.text.startswith("# Argue transcript: Plan the v2 API\n")
+    assert "\n### Round 1 · opening · Claude (" in transcript.text
+    assert "\n### Round 1 · opening · Gemini (" in transcript.text
     plan = client.get(f"/debates/{debate_id}/plan.md")
     assert plan.status_code == 200 and _filename(plan).endswith(".md")
+    assert plan.text.startswith("# Argue plan: Plan the v2 API\n")
+    assert f"- **From debate**: {debate_id} (duel · plan · " in plan.text
     assert client.get(f"/debates/{debate_id}/workspace.zip").status_code == 404
     page = client.get(f"/debates/{debate_id}").text
     assert f'href="/debates/{debate_id}/plan.md"' in page
