@@ -55,6 +55,9 @@ def find_phrase_loop(text: str) -> Runaway | None:
         if text[end - 1] != text[end - 1 - period]:
             continue
         if text[end - span + period :] == text[end - span : end - period]:
+            if len(set(text[end - period : end])) < 2:
+                # One character over and over is a long word or a rule line, not a phrase.
+                return None
             start = _loop_start(text, end - span, period)
             return Runaway(phrase=text[start : start + period], keep=start + KEPT_REPEATS * period)
     return None

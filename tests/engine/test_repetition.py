@@ -179,3 +179,8 @@ def test_keep_counts_from_the_start_of_a_long_reply_beyond_what_the_watch_holds(
         (opening + "We need clean streets now. " * 60)[: found.keep]
     )
     assert found.keep >= len(opening) + len("We need clean streets now. ")
+
+
+def test_one_character_over_and_over_is_a_long_word_not_a_loop() -> None:
+    assert find_runaway("Here is a long word: " + "y" * 3000) is None
+    assert find_runaway("A rule line follows.\n" + "=" * 1000) is None
