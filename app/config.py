@@ -14,7 +14,10 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from app import database_url as db_urls
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
 class Settings(BaseSettings):
@@ -25,8 +28,17 @@ class Settings(BaseSettings):
     )
 
     home: Path = Field(default=Path("~/.argue"), description="Data folder: database and files.")
-    database_url: str | None = Field(
-        default=None, description="SQLAlchemy URL; default is SQLite in the data folder."
+    # A secret: its password must never reach a page or a log (``app.database_url.masked``).
+    database_url: SecretStr | None = Field(
+        default=None,
+        description="postgresql://user:password@host:5432/name to keep debates in PostgreSQL "
+        "(psycopg 3); default is SQLite in the data folder.",
+    )
+    database_pool_size: int = Field(
+        default=10,
+        ge=1,
+        le=1000,
+        description="PostgreSQL connections kept open per process; as many more when busy.",
     )
 
     # Provider keys and endpoints, under the SDKs' own names.
@@ -81,6 +93,42 @@ class Settings(BaseSettings):
     )
     debate_token_budget: int | None = Field(default=None, ge=1)
 
+    # Where debates run (``app.debate_queue``, ``app.workers``): as tasks of the process that
+    # started them, or in ``argue worker`` processes fed by a queue in PostgreSQL.
+    run_debates: Literal["in-process", "workers"] = Field(
+        default="in-process",
+        description="in-process: each web/CLI process runs its debates; workers: web nodes "
+        "only enqueue and `argue worker` processes run them (needs PostgreSQL).",
+    )
+    worker_concurrency: int = Field(
+        default=4, ge=1, le=1000, description="Debates one `argue worker` runs at once."
+    )
+    worker_takeover_seconds: float = Field(
+        default=30.0,
+        ge=2.0,
+        le=3600.0,
+        description="A dead or frozen worker's debates are taken over within about this "
+        "time; its lease on a debate lasts half of it.",
+    )
+
+    # Live events (``app.bus``): in this process's memory, or through Redis streams so that
+    # any process sharing the database and the Redis server can serve any debate's stream.
+    redis_url: SecretStr | None = Field(
+        default=None,
+        description="redis://[:password@]host:port/db; unset: events stay in this process.",
+    )
+    redis_key_prefix: str = Field(
+        default="argue:events:", min_length=1, description="Stream keys: <prefix><debate id>."
+    )
+    redis_stream_max_length: int = Field(
+        default=20000,
+        ge=100,
+        description="Entries kept per debate's stream (approximately; the oldest go first).",
+    )
+    redis_keep_ended_seconds: int = Field(
+        default=3600, ge=1, description="How long a debate's stream outlives its end."
+    )
+
     # Where pages load htmx from (``app.vendored``): the CDN, or copies this app fetches once
     # from the npm registry, checks against the pinned hashes and serves itself.
     assets: Literal["cdn", "local"] = Field(
@@ -118,6 +166,22 @@ class Settings(BaseSettings):
             return [item.strip() for item in value.split(",") if item.strip()]
         return value
 
+    @field_validator("database_url", mode="after")
+    @classmethod
+    def _database_is_supported(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and value.get_secret_value():
+            db_urls.backend_of(value.get_secret_value())
+        return value
+
+    @field_validator("redis_url", mode="after")
+    @classmethod
+    def _redis_url_is_one(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None  # set but empty: events stay in this process
+        if not value.get_secret_value().startswith(REDIS_SCHEMES):
+            raise ValueError(f"ARGUE_REDIS_URL must start with {', '.join(REDIS_SCHEMES)}")
+        return value
+
     @model_validator(mode="after")
     def _basic_auth_is_complete(self) -> Self:
         has_user = bool(self.auth_user)
@@ -137,7 +201,12 @@ class Settings(BaseSettings):
             self.auth_token,
             self.auth_password,
         )
-        return [secret.get_secret_value() for secret in secrets if secret is not None]
+        values = [secret.get_secret_value() for secret in secrets if secret is not None]
+        if self.database_url is not None:
+            values += db_urls.passwords_in(self.database_url.get_secret_value())
+        if self.redis_url is not None:
+            values += db_urls.passwords_in(self.redis_url.get_secret_value())
+        return values
 
     @property
     def data_dir(self) -> Path:
@@ -145,9 +214,15 @@ class Settings(BaseSettings):
 
     @property
     def sqlalchemy_url(self) -> str:
-        if self.database_url:
-            return self.database_url
+        """The database's URL as SQLAlchemy takes it; it holds the password: never print it."""
+        if self.database_url and self.database_url.get_secret_value():
+            return db_urls.for_sqlalchemy(self.database_url.get_secret_value())
         return f"sqlite:///{self.data_dir / 'argue.db'}"
+
+    @property
+    def database_label(self) -> str:
+        """Where debates are kept, fit to print: the URL with its password masked."""
+        return db_urls.masked(self.sqlalchemy_url)
 
 
 @lru_cache(maxsize=1)

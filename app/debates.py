@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
@@ -20,6 +21,7 @@ from app.context import cut_context
 from app.db import session_scope
 from app.formats import get_format
 from app.models import Debate
+from app.pricing import PriceTable, bundled_table
 from app.providers.base import ProviderStatus
 from app.providers.registry import PROVIDER_NAMES, resolve_seat
 from app.spec import (
@@ -42,6 +44,7 @@ MIN_ROUNDS = 1
 MAX_ROUNDS = 8
 # More than any format has roles (a panel has nine); the rest is refused by role name.
 MAX_SEATS = 16
+MAX_BUDGET_USD = Decimal(100_000)
 
 # C0 and C1 control characters other than tab and newline, and lone UTF-16 surrogates (JSON
 # can carry them as escapes; they cannot be stored or sent as UTF-8).
@@ -151,6 +154,13 @@ class DebateRequest(BaseModel):
     )
     history: bool = False
     context: list[ContextUpload] = Field(default_factory=list, max_length=MAX_CONTEXT_FILES)
+    budget_usd: Decimal | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_BUDGET_USD,
+        description="The most the debate may spend, in US dollars at list prices; it stops "
+        "once that is spent (checked between turns). Every seat's model needs a price.",
+    )
 
     @field_validator("topic")
     @classmethod
@@ -186,6 +196,13 @@ class DebateRequest(BaseModel):
     def _plain_model_name(cls, value: str | None) -> str | None:
         return _model_name(value)
 
+    @field_validator("budget_usd", mode="before")
+    @classmethod
+    def _budget_not_a_flag(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError("budget_usd is an amount of US dollars, like 0.50")
+        return value
+
 
 def seat_error_message(format: str, unknown: Sequence[str], roles: set[str]) -> str:
     return f"{format} has no seat {', '.join(unknown)}; its seats are {', '.join(sorted(roles))}"
@@ -201,6 +218,10 @@ class SeatError(ValueError):
     """A seat names a role the format does not have."""
 
 
+class BudgetError(ValueError):
+    """A money budget was asked for, but a seat's model has no price to keep it with."""
+
+
 def parse_seat_choice(text: str) -> SeatChoice:
     """``provider`` or ``provider:model`` (the command line's and the form's short form)."""
     provider, _, model = text.partition(":")
@@ -213,11 +234,17 @@ def prepare(
     statuses: Sequence[ProviderStatus],
     extra_context: Sequence[ContextFile] = (),
     skipped_paths: Sequence[str] = (),
+    prices: PriceTable | None = None,
 ) -> PreparedDebate:
     """The spec to run: default seats overridden by the request, then resolved so each seat
-    names a provider that is ready (unconfigured ones fall back to ``local``, with a note)."""
+    names a provider that is ready (unconfigured ones fall back to ``local``, with a note).
+
+    A money budget needs every seat's price (``prices``; the bundled table when None), so
+    that it can be kept: a seat whose model has none is refused (``BudgetError``)."""
     fmt = get_format(request.format)
     seats, notes = _seats(request, fmt.default_seats(), statuses)
+    if request.budget_usd is not None:
+        _check_priced(seats, statuses, prices or bundled_table())
     context = tuple(extra_context) + tuple(
         cut_context(upload.name, upload.text) for upload in request.context
     )
@@ -231,8 +258,23 @@ def prepare(
         skipped_paths=tuple(skipped_paths),
         seed=request.seed,
         history=request.history,
+        budget_usd=request.budget_usd,
     )
     return PreparedDebate(spec=spec, notes=tuple(notes))
+
+
+def _check_priced(
+    seats: Sequence[Seat], statuses: Sequence[ProviderStatus], prices: PriceTable
+) -> None:
+    defaults = {status.name: status.default_model for status in statuses}
+    for seat in seats:
+        model = seat.model or defaults.get(seat.provider, "default")
+        if prices.price(seat.provider, model) is None:
+            raise BudgetError(
+                f"{seat.label}'s model {model} ({seat.provider}) has no price, so a money "
+                f"budget cannot be kept; choose a priced model, or add its price to "
+                f"{prices.where_to_add()}"
+            )
 
 
 def _seats(

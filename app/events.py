@@ -11,6 +11,9 @@ so is any id this process did not issue for the debate (malformed, past the end 
 
 Events about a turn are published by the runner only after the turn is committed; deltas
 (live text) are published as they arrive and are not stored in the database.
+
+The hub is the default ``app.bus.EventBus``; the values here (``Event``, ``Snapshot``,
+``LiveTurn``) and the rules for following live turns are shared with ``app.redis_bus``.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import asyncio
 import re
 import secrets
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,17 +75,43 @@ class Snapshot:
 
 
 @dataclass
-class _Subscriber:
+class Subscriber:
     queue: asyncio.Queue[Event | None]
     dropped: bool = False
+
+
+# A turn's started-event data and the parts of its text streamed so far, by turn key.
+LiveState = dict[str, tuple[dict[str, Any], list[str]]]
 
 
 @dataclass
 class _Channel:
     log: list[Event] = field(default_factory=list)
-    subscribers: list[_Subscriber] = field(default_factory=list)
-    live: dict[str, tuple[dict[str, Any], list[str]]] = field(default_factory=dict)
+    subscribers: list[Subscriber] = field(default_factory=list)
+    live: LiveState = field(default_factory=dict)
     ended_at: float | None = None
+
+
+def track_live(live: LiveState, event: Event) -> None:
+    """Follow the turns still streaming: a started turn is live until it completes or
+    fails; a retry starts its text afresh."""
+    key = event.data.get("key")
+    if not isinstance(key, str):
+        return
+    if event.type == "turn_started":
+        live[key] = (event.data, [])
+    elif event.type == "delta" and key in live:
+        live[key][1].append(str(event.data.get("text", "")))
+    elif event.type == "retrying" and key in live:
+        live[key][1].clear()
+    elif event.type in ("turn_completed", "turn_failed"):
+        live.pop(key, None)
+
+
+def live_turns(live: LiveState) -> tuple[LiveTurn, ...]:
+    return tuple(
+        LiveTurn(key=key, info=info, text="".join(parts)) for key, (info, parts) in live.items()
+    )
 
 
 @dataclass(frozen=True)
@@ -99,7 +128,7 @@ def parse_event_id(raw: str | None) -> ParsedId | None:
     return ParsedId(epoch=match["epoch"], seq=int(match["seq"]))
 
 
-def _drain(queue: asyncio.Queue[Event | None], first: Event | None) -> tuple[list[Event], bool]:
+def drain(queue: asyncio.Queue[Event | None], first: Event | None) -> tuple[list[Event], bool]:
     """The first item and all that is already waiting; True once the end marker is seen."""
     batch: list[Event] = []
     item = first
@@ -110,6 +139,20 @@ def _drain(queue: asyncio.Queue[Event | None], first: Event | None) -> tuple[lis
         if queue.empty():
             return batch, False
         item = queue.get_nowait()
+
+
+def offer(subscribers: list[Subscriber], subscriber: Subscriber, item: Event | None) -> None:
+    """Put ``item`` in the subscriber's queue; a full queue drops the subscriber instead."""
+    try:
+        subscriber.queue.put_nowait(item)
+    except asyncio.QueueFull:
+        # A viewer that cannot keep up must never slow the debate: drop it; it will
+        # reconnect with its last id and replay from the log.
+        subscriber.dropped = True
+        subscribers.remove(subscriber)
+        while not subscriber.queue.empty():
+            subscriber.queue.get_nowait()
+        subscriber.queue.put_nowait(None)
 
 
 class UnknownEventId(Exception):
@@ -132,7 +175,7 @@ class EventHub:
         payload = dict(data or {})
         event = Event(len(channel.log) + 1, self.epoch, debate_id, type, payload)
         channel.log.append(event)
-        self._track_live(channel, event)
+        track_live(channel.live, event)
         if type == TERMINAL_EVENT:
             channel.ended_at = time.monotonic()
         for subscriber in list(channel.subscribers):
@@ -144,44 +187,21 @@ class EventHub:
             self._forget_old_channels()
         return event
 
-    def _offer(self, channel: _Channel, subscriber: _Subscriber, item: Event | None) -> None:
-        try:
-            subscriber.queue.put_nowait(item)
-        except asyncio.QueueFull:
-            # A viewer that cannot keep up must never slow the debate: drop it; it will
-            # reconnect with its last id and replay from the log.
-            subscriber.dropped = True
-            channel.subscribers.remove(subscriber)
-            while not subscriber.queue.empty():
-                subscriber.queue.get_nowait()
-            subscriber.queue.put_nowait(None)
-
-    @staticmethod
-    def _track_live(channel: _Channel, event: Event) -> None:
-        key = event.data.get("key")
-        if not isinstance(key, str):
-            return
-        if event.type == "turn_started":
-            channel.live[key] = (event.data, [])
-        elif event.type == "delta" and key in channel.live:
-            channel.live[key][1].append(str(event.data.get("text", "")))
-        elif event.type == "retrying" and key in channel.live:
-            channel.live[key][1].clear()
-        elif event.type in ("turn_completed", "turn_failed"):
-            channel.live.pop(key, None)
+    def _offer(self, channel: _Channel, subscriber: Subscriber, item: Event | None) -> None:
+        offer(channel.subscribers, subscriber, item)
 
     # -- reading ------------------------------------------------------------------------
 
-    def snapshot(self, debate_id: str) -> Snapshot:
+    async def snapshot(self, debate_id: str) -> Snapshot:
         channel = self._channels.get(debate_id)
         if channel is None:
             return Snapshot(last_id=None, live_turns=(), ended=False)
         last_id = channel.log[-1].id if channel.log else None
-        live = tuple(
-            LiveTurn(key=key, info=info, text="".join(parts))
-            for key, (info, parts) in channel.live.items()
+        return Snapshot(
+            last_id=last_id,
+            live_turns=live_turns(channel.live),
+            ended=channel.ended_at is not None,
         )
-        return Snapshot(last_id=last_id, live_turns=live, ended=channel.ended_at is not None)
 
     def reopen(self, debate_id: str) -> None:
         """A resumed debate goes on in the same log, so ids keep increasing."""
@@ -195,7 +215,7 @@ class EventHub:
 
     async def subscribe(
         self, debate_id: str, *, last_event_id: str | None = None
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         """Events after ``last_event_id`` (all of this process's when None), then live ones,
         until the debate's terminal event. Raises ``UnknownEventId`` for an id this process
         did not issue for the debate."""
@@ -212,7 +232,7 @@ class EventHub:
         can send it in one write instead of one per event."""
         channel = self._channel(debate_id)
         after = self._events_seen(channel, last_event_id)
-        subscriber = _Subscriber(queue=asyncio.Queue(maxsize=self._queue_size))
+        subscriber = Subscriber(queue=asyncio.Queue(maxsize=self._queue_size))
         # No await between reading the backlog and registering: nothing can fall between.
         backlog = channel.log[after:]
         ended = channel.ended_at is not None
@@ -224,7 +244,7 @@ class EventHub:
             if ended:
                 return
             while True:
-                batch, finished = _drain(subscriber.queue, await subscriber.queue.get())
+                batch, finished = drain(subscriber.queue, await subscriber.queue.get())
                 if batch:
                     yield batch
                 if finished:
@@ -245,6 +265,9 @@ class EventHub:
     def subscriber_count(self, debate_id: str) -> int:
         channel = self._channels.get(debate_id)
         return len(channel.subscribers) if channel else 0
+
+    async def aclose(self) -> None:
+        """Nothing to deliver or release: the log lives and dies with the process."""
 
     # -- housekeeping -------------------------------------------------------------------
 

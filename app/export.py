@@ -21,6 +21,9 @@ Phase 4 report and workspace):
   is a message: claims, summaries, the judgement.
 - plan (``plans/<name>.md``, the ``plan.md`` download): a plan duel's synthesis under a header
   with its topic, date and the debate it came from.
+- Follow-up questions (asked after the debate; ``app.formats.followups``) close both the
+  finals and the transcript: each question, quoted, then every seat's answer. In the
+  transcript each question is a ``## Follow-up N`` section after the debate's rounds.
 - Failed turns are never content; in a transcript they appear as a one-line failure notice.
 - A model's own Markdown headings are shifted below the heading that holds its text (never
   inside code), so a reply's "## Plan" cannot read as a section of the report around it.
@@ -46,8 +49,11 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from app.endings import ended_early_note
+from app.formats.followups import FOLLOWUP, followup_number
 from app.formats.language import JAPANESE, detect_language
 from app.models import Debate, Turn
+from app.pricing import ModelUse, PriceTable, bundled_table, money, total
+from app.scorecard import Mark, scorecard_of
 
 __all__ = [
     "DUEL_MESSAGE_PHASES",
@@ -150,7 +156,7 @@ def whimsical_name(existing: set[str], rng: random.Random) -> str:
 def finals_markdown(debate: Debate, turns: Sequence[Turn] = (), *, date: Date) -> str:
     """The finals file. Duel: the seed's exact block. Panel: the final report (needs turns)."""
     if debate.format == "panel":
-        return final_report_markdown(debate, turns, date=date)
+        return final_report_markdown(debate, turns, date=date) + _followups_finals(debate, turns)
     converged = "yes" if debate.converged else "no"
     return (
         f"# Argue: {debate.topic}\n"
@@ -161,24 +167,70 @@ def finals_markdown(debate: Debate, turns: Sequence[Turn] = (), *, date: Date) -
         "## Synthesis\n"
         "\n"
         f"{_nest_headings((debate.synthesis or '').strip(), under=2)}\n"
-    )
+    ) + _followups_finals(debate, turns)
 
 
-def transcript_markdown(debate: Debate, turns: Sequence[Turn]) -> str:
-    """The history file: a header saying which debate it is, then every message under a
-    heading naming its round, phase and seat, grouped by round."""
+def transcript_markdown(
+    debate: Debate, turns: Sequence[Turn], prices: PriceTable | None = None
+) -> str:
+    """The history file: a header saying which debate it is (and what it cost), then every
+    message under a heading naming its round, phase and seat, grouped by round, each with
+    its cost. Costs are at ``prices`` (the bundled list prices when None); a model with no
+    price costs "unknown", never 0."""
+    prices = prices or bundled_table()
+    debated = [turn for turn in turns if turn.phase != FOLLOWUP]
     if debate.format == "panel":
-        chosen = _ordered(turns, _PANEL_PHASE_ORDER, _PANEL_ROLE_ORDER, by_round=True)
+        chosen = _ordered(debated, _PANEL_PHASE_ORDER, _PANEL_ROLE_ORDER, by_round=True)
     else:
-        messages = [turn for turn in turns if turn.phase in DUEL_MESSAGE_PHASES]
+        messages = [turn for turn in debated if turn.phase in DUEL_MESSAGE_PHASES]
         chosen = _ordered(messages, DUEL_MESSAGE_PHASES, _DUEL_ROLE_ORDER, by_round=True)
-    parts = [_transcript_header(debate, turns)]
+    parts = [f"{_transcript_header(debate, turns)}\n{_cost_line(turns, prices)}"]
     current_round: int | None = None
     for turn in chosen:
         if turn.round != current_round:
             current_round = turn.round
             parts.append(f"## Round {turn.round}")
-        parts.append(_message(turn))
+        parts.append(_message(turn) + _turn_cost(turn, prices))
+    for number, question, answers in _followups(debate, turns):
+        parts += [f"## Follow-up {number}", _quoted(question), *map(_message, answers)]
+    return "\n\n".join(parts) + "\n"
+
+
+def _followups(debate: Debate, turns: Sequence[Turn]) -> list[tuple[int, str, list[Turn]]]:
+    """Each question asked of the debate, with its answers (latest attempt per seat, in
+    the order they were saved)."""
+    asked = [str(item.get("question", "")) for item in debate.followups or ()]
+    answers: dict[int, dict[str, Turn]] = {}
+    for turn in sorted(turns, key=lambda t: t.seq or 0):
+        number = followup_number(turn.key) if turn.phase == FOLLOWUP else None
+        if number is not None:
+            answers.setdefault(number, {})[turn.role] = turn
+    return [
+        (number, question, list(answers.get(number, {}).values()))
+        for number, question in enumerate(asked, start=1)
+    ]
+
+
+def _quoted(text: str) -> str:
+    """A person's question as a Markdown quote: shown as written, never read as headings."""
+    return "\n".join(f"> {line}".rstrip() for line in text.strip().splitlines() or [""])
+
+
+def _followups_finals(debate: Debate, turns: Sequence[Turn]) -> str:
+    """The finals' closing section: each follow-up question and its answers ("" if none)."""
+    asked = _followups(debate, turns)
+    if not asked:
+        return ""
+    parts = ["", "## Follow-up questions"]
+    for number, question, answers in asked:
+        parts += [f"### Question {number}", _quoted(question)]
+        for turn in answers:
+            heading = f"#### {_one_line(_seat_name(turn))} ({_model_of(turn.provider, turn.model)})"
+            if turn.status == "completed":
+                parts.append(f"{heading}\n\n{_nest_headings(turn.text.strip(), under=4)}")
+            else:
+                reason = _one_line(turn.error_message or turn.error_kind or "no reply")
+                parts.append(f"{heading}\n\n_(this answer failed: {reason})_")
     return "\n\n".join(parts) + "\n"
 
 
@@ -197,6 +249,29 @@ def _transcript_header(debate: Debate, turns: Sequence[Turn]) -> str:
         *_seat_list(debate, turns),
     ]
     return "\n".join(lines)
+
+
+def _cost_line(turns: Sequence[Turn], prices: PriceTable) -> str:
+    """The whole debate's cost (every turn's, including any not shown below), as a header
+    line: "at least" the priced part when a model has no price."""
+    uses = [ModelUse(t.provider, t.model, t.input_tokens, t.output_tokens) for t in turns]
+    spent = total(prices, uses)
+    dated = f" as of {prices.as_of}" if prices.as_of else ""
+    return f"- **Cost**: {spent.text} at list prices{dated}"
+
+
+def _turn_cost(turn: Turn, prices: PriceTable) -> str:
+    """A completed turn's cost line; a failed call reported no usage, so it has none."""
+    if turn.status != "completed":
+        return ""
+    cost = prices.cost(
+        provider=turn.provider,
+        model=turn.model,
+        input_tokens=turn.input_tokens,
+        output_tokens=turn.output_tokens,
+    )
+    tokens = f"{turn.input_tokens:,} in / {turn.output_tokens:,} out tokens"
+    return f"\n\n_Cost: {money(cost)} · {tokens}_"
 
 
 def _message(turn: Turn) -> str:
@@ -340,6 +415,8 @@ class _Words:
     criteria: dict[str, str]
     quoted_topic: str  # format with {topic}
     overall_cell: str  # format with {grade} and {score}
+    ahead: str  # format with {side}, {first} and {second}
+    even: str  # format with {score}
 
 
 _EN = _Words(
@@ -370,6 +447,8 @@ _EN = _Words(
     },
     quoted_topic="{topic}",
     overall_cell="{grade} ({score})",
+    ahead="**Ahead on points**: {side} ({first} to {second})",
+    even="**Ahead on points**: neither ({score} each)",
 )
 _JA = _Words(
     title="討論レポート",
@@ -399,6 +478,8 @@ _JA = _Words(
     },
     quoted_topic="「{topic}」",
     overall_cell="{grade}（{score}）",
+    ahead="**得点で優勢**: {side}（{first} 対 {second}）",
+    even="**得点で優勢**: なし（両者 {score}）",
 )
 _SEAT_NAMES = {"claude": "Claude", "gemini": "Gemini", "codex": "Codex"}
 
@@ -424,9 +505,12 @@ def final_report_markdown(debate: Debate, turns: Sequence[Turn], *, date: Date) 
 
 
 def _last_by_role(turns: Iterable[Turn]) -> dict[str, Turn]:
-    """One turn per role: the latest attempt, preferring a completed one."""
+    """One turn per role of the debate itself (not its follow-up answers): the latest
+    attempt, preferring a completed one."""
     chosen: dict[str, Turn] = {}
     for turn in sorted(turns, key=lambda t: t.seq or 0):
+        if turn.phase == FOLLOWUP:
+            continue
         current = chosen.get(turn.role)
         if current is None or turn.status == "completed" or current.status != "completed":
             chosen[turn.role] = turn
@@ -545,7 +629,7 @@ def _judgement_sections(words: _Words, debate: Debate, judge: Turn | None) -> tu
     criteria = verdict.get("criteria")
     read = str(verdict.get("synthesis") or "").strip()
     if verdict.get("parsed", True) and isinstance(criteria, list) and criteria:
-        table = _score_table(words, criteria, verdict.get("overall"))
+        table = _score_table(words, criteria, verdict.get("overall")) + _ahead(words, judge)
         written = _nest_headings(read, under=2) if read else _debate_synthesis(words, debate)
         return evaluation + table, synthesis + written
     answer = judge.text.strip()
@@ -563,6 +647,23 @@ def _judgement_sections(words: _Words, debate: Debate, judge: Turn | None) -> tu
             written = words.synthesis_in_answer.format(evaluation=words.evaluation)
     unscored = words.unscored + (f"\n\n{_nest_headings(shown, under=2)}" if shown else "")
     return evaluation + unscored, synthesis + written
+
+
+def _ahead(words: _Words, judge: Turn) -> str:
+    """The line under the table naming the side ahead on the judge's overall marks."""
+    card = scorecard_of([judge])
+    leader = card.leader if card is not None else None
+    if card is None or leader is None:
+        return ""
+    pro, con = (_mark(card.pro_overall), _mark(card.con_overall))
+    if leader == "even":
+        return "\n\n" + words.even.format(score=pro)
+    side, first, second = (words.pro, pro, con) if leader == "pro" else (words.con, con, pro)
+    return "\n\n" + words.ahead.format(side=side, first=first, second=second)
+
+
+def _mark(mark: Mark) -> str:
+    return mark.score_text or _cell(mark.grade or "—")
 
 
 def _before_synthesis(answer: str, synthesis: str) -> str | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,9 +29,18 @@ from pathlib import Path
 
 from app import export
 from app.models import Debate, Turn
+from app.pricing import price_table
 from app.spec import TOPIC_TYPES
 
-__all__ = ["HISTORY_KEEP", "Outputs", "prune_history", "write_outputs"]
+__all__ = [
+    "HISTORY_KEEP",
+    "OUTPUT_FOLDERS",
+    "Outputs",
+    "prune_history",
+    "remove_outputs",
+    "write_finals",
+    "write_outputs",
+]
 
 HISTORY_KEEP = 5
 _PLAN_NAME = re.compile(r"[a-z]+-[a-z]+-[a-z]+(?:-\d+)?")
@@ -65,8 +75,7 @@ def write_outputs(
 ) -> Outputs:
     """Write every file the debate calls for and return their paths."""
     slug = export.file_slug(debate)
-    finals = data_dir / "finals" / export.finals_filename(slug)
-    _write_text(finals, export.finals_markdown(debate, turns, date=now))
+    finals = write_finals(data_dir=data_dir, debate=debate, turns=turns, now=now)
     return Outputs(
         finals=finals,
         history=_write_history(data_dir, debate, turns, slug, now) if debate.history else None,
@@ -79,11 +88,55 @@ def write_outputs(
     )
 
 
+def write_finals(*, data_dir: Path, debate: Debate, turns: Sequence[Turn], now: datetime) -> Path:
+    """Write the debate's finals (``finals/<slug>.md``, shared by every debate of the slug:
+    the last written wins) and return its path."""
+    finals = data_dir / "finals" / export.finals_filename(export.file_slug(debate))
+    _write_text(finals, export.finals_markdown(debate, turns, date=now))
+    return finals
+
+
+def remove_outputs(*, data_dir: Path, debate_id: str, paths: Sequence[Path]) -> list[Path]:
+    """Remove the files a deleted debate wrote and its panel workspace; return what was
+    removed. Only files inside the data folder's own output folders are touched, whatever
+    ``paths`` says (a path outside it, or a symlink leading out, is left alone), and a
+    workspace only when its name ends with the debate's id."""
+    removed: list[Path] = []
+    for path in paths:
+        if _owned(data_dir, path, OUTPUT_FOLDERS[:-1]) and path.is_file():
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    workspaces = data_dir / "workspaces"
+    found = workspaces.glob(f"debate_*_{debate_id}") if workspaces.is_dir() else ()
+    for folder in found:
+        if _owned(data_dir, folder, ("workspaces",)) and folder.is_dir():
+            shutil.rmtree(folder)
+            removed.append(folder)
+    return removed
+
+
+# Where a debate's files go (see the layout above), workspaces last.
+OUTPUT_FOLDERS = ("finals", "history", "plans", "workspaces")
+
+
+def _owned(data_dir: Path, path: Path, folders: Sequence[str]) -> bool:
+    """Whether ``path``, symlinks resolved, is directly inside one of ``folders`` of the
+    data folder, and is not itself a symlink."""
+    if path.is_symlink():
+        return False
+    try:
+        real = path.resolve(strict=True)
+        root = data_dir.resolve(strict=True)
+    except OSError:
+        return False
+    return any(real.parent == root / folder for folder in folders)
+
+
 def _write_history(
     data_dir: Path, debate: Debate, turns: Sequence[Turn], slug: str, now: datetime
 ) -> Path:
     path = data_dir / "history" / export.history_filename(slug, debate.topic_type, now)
-    _write_text(path, export.transcript_markdown(debate, turns))
+    _write_text(path, export.transcript_markdown(debate, turns, price_table(data_dir)))
     prune_history(data_dir / "history", slug=slug, keep=HISTORY_KEEP)
     return path
 

@@ -10,6 +10,11 @@ debate's status and the job together, in one step of the event loop, with no awa
 so whatever their order, a debate is either run by a live job or stopped and resumable. Only
 waiting happens later: a cancel waits for its job to stop, and a job started while older
 ones of the same debate are still stopping waits for them before it begins.
+
+With a ``queue`` (``ARGUE_RUN_DEBATES=workers``, ``app.debate_queue``) this process runs no
+debate: start and resume enqueue a job for an ``argue worker`` (in the same transaction as
+the status change), cancel marks the debate so whichever worker runs it stops, and start-up
+resumes nothing, since recovering a dead worker's debates is the queue's job.
 """
 
 from __future__ import annotations
@@ -18,15 +23,20 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Engine
 
 from app import store
+from app.bus import EventBus
 from app.config import Settings
 from app.db import session_scope
-from app.events import EventHub
+from app.followups import FollowUpRefused, money_spent, refusal
 from app.providers.base import Provider
 from app.runner import Runner, RunResult, Sleep
+
+if TYPE_CHECKING:
+    from app.debate_queue import DebateQueue
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +49,7 @@ FINAL_STATUSES = ("completed", "failed", "cancelled")
 @dataclass
 class JobManager:
     engine: Engine
-    hub: EventHub
+    hub: EventBus
     providers: Mapping[str, Provider]
     settings: Settings
     sleep: Sleep = asyncio.sleep
@@ -47,6 +57,7 @@ class JobManager:
     # job, any before it are still stopping.
     _jobs: dict[str, list[Job]] = field(default_factory=dict)
     _slots: asyncio.Semaphore | None = None
+    queue: DebateQueue | None = None
 
     def __post_init__(self) -> None:
         self._runner = Runner(
@@ -65,7 +76,10 @@ class JobManager:
         return self._slots
 
     async def start(self) -> list[str]:
-        """Resume every debate left queued or running by an earlier process."""
+        """Resume every debate left queued or running by an earlier process (none with a
+        queue: the workers' queue recovers what a dead process left)."""
+        if self.queue is not None:
+            return []
         with session_scope(self.engine) as session:
             pending = [debate.id for debate in store.active_debates(session)]
         for debate_id in pending:
@@ -76,6 +90,9 @@ class JobManager:
 
     def submit(self, debate_id: str) -> None:
         """Queue a debate to run; it starts when a slot is free."""
+        if self.queue is not None:
+            self.queue.enqueue(debate_id)
+            return
         if not self.is_running(debate_id):
             self._start_job(debate_id)
 
@@ -124,6 +141,8 @@ class JobManager:
 
     async def cancel(self, debate_id: str) -> bool:
         """Stop a queued or running debate; its completed turns stay saved."""
+        if self.queue is not None:
+            return await self.queue.cancel(debate_id)
         with session_scope(self.engine) as session:
             debate = store.get_debate(session, debate_id=debate_id)
             if debate is None or debate.status in FINAL_STATUSES:
@@ -151,13 +170,41 @@ class JobManager:
             if debate is None or debate.status not in RESUMABLE_STATUSES:
                 return False
             store.set_status(session, debate_id=debate_id, status="queued", reason=None)
+            if self.queue is not None:
+                self.queue.defer(session, debate_id=debate_id)
         self.hub.reopen(debate_id)
         self.hub.publish(debate_id, "status", {"status": "queued"})
-        self._start_job(debate_id)
+        if self.queue is None:
+            self._start_job(debate_id)
         return True
+
+    def follow_up(self, debate_id: str, question: str) -> int:
+        """Save a follow-up question on a completed debate and queue the debate again: its
+        format plans the answers, run like any turns. The question's number (1 for the
+        first). Raises ``LookupError`` (no such debate) or ``FollowUpRefused`` (its status
+        or budget does not allow it). Checked and queued with no await between, as
+        ``resume`` is, so a question never lands on a debate that is running."""
+        with session_scope(self.engine) as session:
+            debate = store.get_debate(session, debate_id=debate_id)
+            if debate is None:
+                raise LookupError(f"No debate {debate_id}.")
+            spent = money_spent(session, debate, data_dir=self.settings.data_dir)
+            if (reason := refusal(debate, spent_usd=spent)) is not None:
+                raise FollowUpRefused(reason)
+            number = store.add_followup(session, debate_id=debate_id, question=question)
+            store.set_status(session, debate_id=debate_id, status="queued", reason=None)
+            if self.queue is not None:
+                self.queue.defer(session, debate_id=debate_id)
+        self.hub.reopen(debate_id)
+        self.hub.publish(debate_id, "status", {"status": "queued"})
+        if self.queue is None:
+            self._start_job(debate_id)
+        return number
 
     async def wait(self, debate_id: str) -> str | None:
         """Until the debate's job ends (bound it with ``asyncio.timeout``); its final status."""
+        if self.queue is not None:
+            return await self.queue.wait(debate_id)
         job = self._current(debate_id)
         if job is not None:
             await asyncio.wait({job})

@@ -16,6 +16,8 @@ from sqlalchemy.engine import Engine
 from app import store
 from app.db import session_scope
 from app.endings import EndedEarly
+from app.leases import Fence
+from app.pricing import ModelUse
 from app.spec import CompletedTurn, DebateSpec, Outcome
 from app.store import SavedTurn
 
@@ -53,8 +55,13 @@ class Start:
 
 
 class Ledger:
-    def __init__(self, engine: Engine) -> None:
+    """With a ``fence`` (a worker's lease on the debate), every write first proves in its own
+    transaction that the lease still holds (``app.leases``): a worker that lost the debate to
+    another writes nothing."""
+
+    def __init__(self, engine: Engine, fence: Fence | None = None) -> None:
         self.engine = engine
+        self.fence = fence
         # Parallel turns of one debate finish in different worker threads; a turn's ``seq``
         # is "one more than the last", so saving is one at a time.
         self._saving = threading.Lock()
@@ -62,7 +69,15 @@ class Ledger:
     def start(self, debate_id: str) -> Start:
         """Mark the debate running; what it asked for and what is already done."""
         with session_scope(self.engine) as session:
-            debate = store.set_status(session, debate_id=debate_id, status="running")
+            if self.fence is None:
+                debate = store.set_status(session, debate_id=debate_id, status="running")
+            else:
+                # Taking the lease marked it running; a cancel since then is left to stand.
+                self.fence.check(session)
+                found = store.get_debate(session, debate_id=debate_id)
+                if found is None:
+                    raise LookupError(f"no debate {debate_id}")
+                debate = found
             return Start(
                 spec=store.debate_spec(debate),
                 done=store.completed_turns(session, debate_id=debate_id),
@@ -78,9 +93,16 @@ class Ledger:
             debate = store.get_debate(session, debate_id=debate_id)
             return (debate.input_tokens + debate.output_tokens) if debate else 0
 
+    def tokens_by_model(self, debate_id: str) -> list[ModelUse]:
+        """The debate's tokens per model so far: what its money budget is checked against."""
+        with session_scope(self.engine) as session:
+            return store.tokens_by_model(session, debate_ids=(debate_id,)).get(debate_id, [])
+
     def save_turn(self, debate_id: str, record: TurnRecord) -> SavedTurn:
         """Commit the turn; the debate's token totals after it."""
         with self._saving, session_scope(self.engine) as session:
+            if self.fence is not None:
+                self.fence.check(session)
             saved = store.record_turn(
                 session,
                 debate_id=debate_id,
@@ -110,6 +132,8 @@ class Ledger:
         self, debate_id: str, *, status: str, outcome: Outcome | None, reason: str | None
     ) -> None:
         with session_scope(self.engine) as session:
+            if self.fence is not None:
+                self.fence.check(session)
             store.finish_debate(
                 session, debate_id=debate_id, status=status, outcome=outcome, reason=reason
             )

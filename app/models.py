@@ -26,6 +26,7 @@ class Debate(SQLModel, table=True):
         Index("ix_debate_created", "created_at"),
         Index("ix_debate_status_created", "status", "created_at"),
         Index("ix_debate_format_created", "format", "created_at"),
+        Index("ix_debate_rerun_of", "rerun_of"),
     )
 
     id: str = Field(primary_key=True, max_length=32)
@@ -50,6 +51,14 @@ class Debate(SQLModel, table=True):
         default=None,
         sa_column=Column(JSON, nullable=True),
         description="Files written for this debate: finals, history, plan paths.",
+    )
+    followups: list[dict[str, Any]] | None = Field(
+        default=None,
+        sa_column=Column(JSON, nullable=True),
+        description="Questions asked after the debate, in order: {question, asked_at}.",
+    )
+    rerun_of: str | None = Field(
+        default=None, max_length=32, description="The debate this one re-runs with other seats."
     )
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None

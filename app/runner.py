@@ -20,14 +20,17 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from app import pricing
+from app.bus import EventBus
 from app.config import Settings
 from app.endings import OUTPUT_LIMIT, REPETITION, EndedEarly
-from app.events import EventHub
 from app.formats import Format, get_format
+from app.leases import Fence
 from app.ledger import Ledger, TurnRecord
 from app.models import utcnow
 from app.providers.base import (
@@ -75,13 +78,17 @@ class TurnFailed(Exception):
 @dataclass
 class Runner:
     engine: Engine
-    hub: EventHub
+    hub: EventBus
     providers: Mapping[str, Provider]
     settings: Settings
     sleep: Sleep = asyncio.sleep
+    # A worker's lease on the debate (``app.workers``): every write checks it first, and a
+    # lost lease (``LeaseLost``) ends the run with nothing more written. The worker also
+    # cancels the run when the debate's status changes under it (a cancel from any node).
+    fence: Fence | None = None
 
     def __post_init__(self) -> None:
-        self._ledger = Ledger(self.engine)
+        self._ledger = Ledger(self.engine, fence=self.fence)
 
     async def run(self, debate_id: str) -> RunResult:
         begun = await asyncio.to_thread(self._ledger.start, debate_id)
@@ -92,6 +99,8 @@ class Runner:
             while plans := fmt.plan(spec, done):
                 await self._check_still_running(debate_id)
                 if (reason := await self._budget_exceeded(debate_id, budget)) is not None:
+                    return await self._finish(debate_id, "failed", None, reason)
+                if (reason := await self._money_spent(debate_id, spec.budget_usd)) is not None:
                     return await self._finish(debate_id, "failed", None, reason)
                 done += await self._run_batch(debate_id, spec, fmt, plans)
         except DebateStopped:
@@ -118,6 +127,29 @@ class Runner:
         used = await asyncio.to_thread(self._ledger.tokens_used, debate_id)
         if used >= budget:
             return f"token budget reached: {used} of {budget} tokens used"
+        return None
+
+    async def _money_spent(self, debate_id: str, budget: Decimal | None) -> str | None:
+        """Why the debate stops for its money budget (spent, or no longer known), or None.
+
+        A debate with a budget starts only when every seat's model has a price; a price
+        missing now (the price file changed) stops it rather than spend blind."""
+        if budget is None:
+            return None
+        try:
+            prices = pricing.price_table(self.settings.data_dir)
+        except pricing.PriceFileError as error:
+            return f"money budget cannot be kept: {error}"
+        uses = await asyncio.to_thread(self._ledger.tokens_by_model, debate_id)
+        spent = pricing.total(prices, uses)
+        if not spent.known:
+            models = ", ".join(spent.unpriced_models)
+            return f"money budget cannot be kept: no price for {models}"
+        if spent.priced >= budget:
+            return (
+                f"{pricing.BUDGET_REACHED}: {pricing.money(spent.priced)} of "
+                f"{pricing.money(budget)} spent"
+            )
         return None
 
     async def _run_batch(
@@ -354,7 +386,7 @@ class _TurnText:
     back waiting for the next one). Chunky streams are not delayed at all; token-by-token
     streams cost one event a window instead of one a token."""
 
-    def __init__(self, hub: EventHub, debate_id: str, key: str) -> None:
+    def __init__(self, hub: EventBus, debate_id: str, key: str) -> None:
         self._hub = hub
         self._debate_id = debate_id
         self._key = key

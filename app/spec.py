@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Literal
 
 from app.providers.base import Message
@@ -46,6 +47,7 @@ PHASES = (
     "claim",
     "summary",
     "judgement",
+    "followup",
 )
 
 
@@ -107,6 +109,12 @@ class DebateSpec:
     skipped_paths: tuple[str, ...] = ()
     seed: SeedTool | None = None
     history: bool = False
+    # Questions asked after the debate ended, in the order asked; the format plans their
+    # answers once the debate itself is done. Saved beside the spec, not in it.
+    followups: tuple[str, ...] = ()
+    # What the debate may spend, in US dollars (``app.pricing``); None: no limit. The runner
+    # keeps to it; formats never read it.
+    budget_usd: Decimal | None = None
 
     def seat(self, role: str) -> Seat:
         for seat in self.seats:

@@ -8,15 +8,28 @@ from __future__ import annotations
 
 import re
 import secrets
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
-from typing import Any, TypeVar
+from decimal import Decimal
+from typing import Any, TypeVar, overload
 
-from sqlalchemy import ColumnElement, Row, Select, bindparam, func, insert, update
+from sqlalchemy import (
+    ColumnElement,
+    Row,
+    Select,
+    bindparam,
+    delete,
+    false,
+    func,
+    insert,
+    update,
+)
 from sqlalchemy import select as sql_select
 from sqlmodel import Session, col, select
 
 from app.models import ACTIVE_STATUSES, Debate, Turn, utcnow
+from app.pricing import ModelUse
 from app.spec import CompletedTurn, ContextFile, DebateSpec, Outcome, Seat
 
 _Select = TypeVar("_Select", bound=Select[Any])
@@ -34,7 +47,13 @@ def new_debate_id() -> str:
 
 
 def spec_to_json(spec: DebateSpec) -> dict[str, Any]:
-    return asdict(spec)
+    """What was asked to start the debate; its follow-up questions are saved on their own
+    (``Debate.followups``), since they are asked later and one at a time."""
+    data = asdict(spec)
+    data.pop("followups", None)
+    # A JSON column stores numbers as floats: the budget is kept as its exact decimal text.
+    data["budget_usd"] = None if spec.budget_usd is None else str(spec.budget_usd)
+    return data
 
 
 def spec_from_json(data: dict[str, Any]) -> DebateSpec:
@@ -48,7 +67,25 @@ def spec_from_json(data: dict[str, Any]) -> DebateSpec:
         skipped_paths=tuple(data.get("skipped_paths", ())),
         seed=data.get("seed"),
         history=bool(data.get("history", False)),
+        budget_usd=None if data.get("budget_usd") is None else Decimal(str(data["budget_usd"])),
     )
+
+
+@overload
+def storable(text: str) -> str: ...
+@overload
+def storable(text: None) -> None: ...
+def storable(text: str | None) -> str | None:
+    """``text`` as both databases keep it: PostgreSQL refuses the NUL character in text, which
+    SQLite would keep, so it is dropped on both. Only model output and provider messages can
+    hold one (what people type is refused with a control character, ``app.debates``)."""
+    return None if text is None else text.replace("\x00", "")
+
+
+def can_be_stored(text: str) -> bool:
+    """Whether ``text`` could be in the database at all. A lookup by a value with NUL in it
+    finds nothing, on both databases: PostgreSQL would refuse to compare it."""
+    return "\x00" not in text
 
 
 def seats_summary(spec: DebateSpec) -> str:
@@ -67,7 +104,13 @@ class SavedTurn:
     output_tokens: int
 
 
-def create_debate(session: Session, *, spec: DebateSpec, token_budget: int | None = None) -> Debate:
+def create_debate(
+    session: Session,
+    *,
+    spec: DebateSpec,
+    token_budget: int | None = None,
+    rerun_of: str | None = None,
+) -> Debate:
     debate = Debate(
         id=new_debate_id(),
         topic=spec.topic,
@@ -81,6 +124,7 @@ def create_debate(session: Session, *, spec: DebateSpec, token_budget: int | Non
         seats_summary=seats_summary(spec),
         token_budget=token_budget,
         status="queued",
+        rerun_of=rerun_of,
     )
     session.add(debate)
     session.flush()
@@ -88,15 +132,20 @@ def create_debate(session: Session, *, spec: DebateSpec, token_budget: int | Non
 
 
 def get_debate(session: Session, *, debate_id: str) -> Debate | None:
+    if not can_be_stored(debate_id):
+        return None
     return session.get(Debate, debate_id)
 
 
 def debate_ids_starting_with(session: Session, *, prefix: str, limit: int) -> list[str]:
     """Ids that begin with ``prefix``, in order, at most ``limit``. The prefix is taken
-    literally: ``%`` and ``_`` in it are escaped, not LIKE wildcards."""
+    literally: ``%`` and ``_`` in it are escaped, not LIKE wildcards. Case is ignored on
+    every database (SQLite's LIKE ignores it; PostgreSQL's would not, hence ILIKE)."""
+    if not can_be_stored(prefix):
+        return []
     statement = (
         select(Debate.id)
-        .where(col(Debate.id).startswith(prefix, autoescape=True))
+        .where(col(Debate.id).istartswith(prefix, autoescape=True))
         .order_by(col(Debate.id))
         .limit(limit)
     )
@@ -104,7 +153,35 @@ def debate_ids_starting_with(session: Session, *, prefix: str, limit: int) -> li
 
 
 def debate_spec(debate: Debate) -> DebateSpec:
-    return spec_from_json(debate.spec_json)
+    """The debate's spec with the follow-up questions asked so far: what its format plans
+    from, so a resumed debate plans their answers too."""
+    spec = spec_from_json(debate.spec_json)
+    questions = tuple(followup_questions(debate))
+    return replace(spec, followups=questions) if questions else spec
+
+
+def followup_questions(debate: Debate) -> list[str]:
+    return [str(item.get("question", "")) for item in debate.followups or ()]
+
+
+def add_followup(session: Session, *, debate_id: str, question: str) -> int:
+    """Save a follow-up question on the debate; its number (1 for the first)."""
+    debate = _require(session, debate_id)
+    # A new list, not the old one changed in place: the JSON column notices only assignment.
+    asked = [*(debate.followups or ()), {"question": question, "asked_at": utcnow().isoformat()}]
+    debate.followups = asked
+    session.add(debate)
+    return len(asked)
+
+
+def reruns_of(session: Session, *, debate_id: str) -> list[str]:
+    """The ids of the debates that re-run ``debate_id``, oldest first."""
+    statement = (
+        select(Debate.id)
+        .where(col(Debate.rerun_of) == debate_id)
+        .order_by(col(Debate.created_at), col(Debate.id))
+    )
+    return list(session.exec(statement).all())
 
 
 def list_debates(
@@ -162,8 +239,12 @@ def _debate_filters(
     *, query: str | None, format: str | None, status: str | None
 ) -> list[ColumnElement[bool]]:
     conditions: list[ColumnElement[bool]] = []
-    if query:
-        conditions.append(col(Debate.topic).contains(query, autoescape=True))
+    if query and not can_be_stored(query):
+        conditions.append(false())  # no saved topic holds what cannot be saved
+    elif query:
+        # Case-insensitive on both databases: ILIKE on PostgreSQL, lower() LIKE lower() on
+        # SQLite (whose lower() app.db makes fold all of Unicode, as PostgreSQL's does).
+        conditions.append(col(Debate.topic).icontains(query, autoescape=True))
     if format:
         conditions.append(col(Debate.format) == format)
     if status:
@@ -201,7 +282,7 @@ def set_status(
 ) -> Debate:
     debate = _require(session, debate_id)
     debate.status = status
-    debate.status_reason = reason
+    debate.status_reason = storable(reason)
     now = utcnow()
     if status == "running":
         debate.started_at = debate.started_at or now
@@ -214,6 +295,8 @@ def set_status(
 
 def debate_status(session: Session, *, debate_id: str) -> str | None:
     # Read before every step of every running debate: a cached Core statement.
+    if not can_be_stored(debate_id):
+        return None
     status = session.connection().execute(_TURN_SQL.status, {"debate_id": debate_id}).scalar()
     return None if status is None else str(status)
 
@@ -259,10 +342,10 @@ def record_turn(
         "phase": phase,
         "round": round,
         "status": status,
-        "text": text,
+        "text": storable(text),
         "verdict": verdict,
         "error_kind": error_kind,
-        "error_message": error_message,
+        "error_message": storable(error_message),
         "ended_early": ended_early,
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
@@ -322,10 +405,43 @@ _TURN_SQL = _TurnStatements()
 
 
 def turns_of(session: Session, *, debate_id: str) -> list[Turn]:
+    if not can_be_stored(debate_id):
+        return []
     rows = session.exec(
         select(Turn).where(Turn.debate_id == debate_id).order_by(col(Turn.seq))
     ).all()
     return list(rows)
+
+
+def tokens_by_model(session: Session, *, debate_ids: Sequence[str]) -> dict[str, list[ModelUse]]:
+    """Each debate's tokens summed per provider and model, for what its turns cost: one
+    grouped query for a whole page of debates, reading no turn's text."""
+    if not debate_ids:
+        return {}
+    turns = Turn.__table__  # type: ignore[attr-defined]
+    statement = (
+        sql_select(
+            turns.c.debate_id,
+            turns.c.provider,
+            turns.c.model,
+            func.sum(turns.c.input_tokens),
+            func.sum(turns.c.output_tokens),
+        )
+        .where(turns.c.debate_id.in_(list(debate_ids)))
+        .group_by(turns.c.debate_id, turns.c.provider, turns.c.model)
+    )
+    uses: dict[str, list[ModelUse]] = {}
+    for debate_id, provider, model, input_tokens, output_tokens in session.connection().execute(
+        statement
+    ):
+        uses.setdefault(debate_id, []).append(
+            ModelUse(provider, model, int(input_tokens or 0), int(output_tokens or 0))
+        )
+    # Groups come back in whatever order the database's plan gives (sorted on SQLite, hashed
+    # on PostgreSQL): sorted here, by code point, so both list them alike.
+    for models in uses.values():
+        models.sort(key=lambda use: (use.provider, use.model))
+    return uses
 
 
 def completed_turns(session: Session, *, debate_id: str) -> tuple[CompletedTurn, ...]:
@@ -356,7 +472,7 @@ def finish_debate(
     if outcome is not None:
         debate.converged = outcome.converged
         debate.rounds_run = outcome.rounds_run
-        debate.synthesis = outcome.synthesis
+        debate.synthesis = storable(outcome.synthesis)
     session.add(debate)
     return debate
 
@@ -369,26 +485,89 @@ def set_outputs(session: Session, *, debate_id: str, outputs: dict[str, Any]) ->
     return debate
 
 
+class DebateActive(Exception):
+    """A queued or running debate cannot be deleted: its job would go on writing turns for
+    a debate that is gone. Cancel it first."""
+
+    def __init__(self, debate_id: str, status: str) -> None:
+        super().__init__(f"The debate is {status}: cancel it before deleting it.")
+        self.debate_id = debate_id
+        self.status = status
+
+
+@dataclass(frozen=True)
+class DeletedDebate:
+    """What is left to know of a deleted debate: where its files went."""
+
+    debate_id: str
+    slug: str
+    outputs: dict[str, Any]
+
+
+def delete_debate(session: Session, *, debate_id: str) -> DeletedDebate:
+    """Delete a debate and its turns in the caller's transaction; its files are the
+    caller's to remove once that commits. Raises ``LookupError`` when there is no such
+    debate and ``DebateActive`` when it is queued or running, including when it became so
+    between the read and the delete (the delete is conditional on the status)."""
+    debate = _require(session, debate_id)
+    if debate.status in ACTIVE_STATUSES:
+        raise DebateActive(debate_id, debate.status)
+    deleted = DeletedDebate(
+        debate_id=debate.id, slug=debate.slug, outputs=dict(debate.outputs or {})
+    )
+    session.expunge(debate)
+    turns = Turn.__table__  # type: ignore[attr-defined]
+    debates = Debate.__table__  # type: ignore[attr-defined]
+    connection = session.connection()
+    connection.execute(delete(turns).where(turns.c.debate_id == debate_id))
+    gone = connection.execute(
+        delete(debates).where(debates.c.id == debate_id, debates.c.status.not_in(ACTIVE_STATUSES))
+    )
+    if gone.rowcount != 1:
+        status = debate_status(session, debate_id=debate_id) or "gone"
+        raise DebateActive(debate_id, status)
+    return deleted
+
+
+def debates_sharing_slug(session: Session, *, slug: str, exclude: str) -> list[Debate]:
+    """The other debates whose files are named by ``slug`` (a finals file is shared by
+    every debate of one slug), the most recently finished first."""
+    rows = session.exec(
+        select(Debate)
+        .where(Debate.slug == slug, Debate.id != exclude)
+        .order_by(col(Debate.finished_at).desc().nulls_last(), col(Debate.created_at).desc())
+    ).all()
+    return list(rows)
+
+
 def _require(session: Session, debate_id: str) -> Debate:
-    debate = session.get(Debate, debate_id)
+    debate = get_debate(session, debate_id=debate_id)
     if debate is None:
         raise LookupError(f"no debate {debate_id}")
     return debate
 
 
 __all__ = [
+    "DebateActive",
+    "DeletedDebate",
     "active_debates",
+    "add_followup",
     "completed_turns",
     "create_debate",
     "debate_spec",
     "debate_status",
+    "debates_sharing_slug",
+    "delete_debate",
     "finish_debate",
+    "followup_questions",
     "get_debate",
     "list_debate_rows",
     "list_debates",
     "record_turn",
+    "reruns_of",
     "set_outputs",
     "set_status",
     "slugify",
+    "tokens_by_model",
     "turns_of",
 ]

@@ -49,6 +49,13 @@
   function follow(url) {
     // The browser reconnects by itself, sending Last-Event-ID: no gap and no duplicate.
     var source = new EventSource(url);
+    // argue.js tells the reader when the link drops and when it is back.
+    source.addEventListener("error", function () {
+      document.dispatchEvent(new CustomEvent("argue:stream-lost"));
+    });
+    source.addEventListener("open", function () {
+      document.dispatchEvent(new CustomEvent("argue:stream-open"));
+    });
     source.addEventListener("html", function (event) {
       swapAll(event.data);
     });

@@ -14,6 +14,8 @@ from app.config import Settings
 from app.db import make_engine
 from app.events import EventHub
 from app.migrate import migrate
+from tests.databases import BACKENDS, HOW_TO_START, PostgresUnavailable, ThrowawayDatabase
+from tests.databases import create_database as create_postgres_database
 from tests.fakes.llm_server import FakeLLMServer
 
 # Set by .ci/run: there, a test that would skip fails instead, so a missing service, package
@@ -88,9 +90,64 @@ def fake_settings(server: FakeLLMServer, home: Path, **overrides: object) -> Set
     return Settings(**values)  # type: ignore[arg-type]
 
 
+# -- the database: SQLite by default; SQLite and PostgreSQL for tests marked both_databases --
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "both_databases: run the test on SQLite and on PostgreSQL (a throwaway database, "
+        "tests/databases.py); its PostgreSQL run skips when no server answers",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "database_backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        "both_databases"
+    ):
+        metafunc.parametrize("database_backend", BACKENDS, indirect=True)
+
+
 @pytest.fixture
-def settings(fake_llm: FakeLLMServer, tmp_path: Path) -> Settings:
-    return fake_settings(fake_llm, tmp_path / "argue-home")
+def database_backend(request: pytest.FixtureRequest) -> str:
+    """``sqlite`` or ``postgresql``: the database this test's settings point at."""
+    backend: str = getattr(request, "param", "sqlite")
+    return backend
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[ThrowawayDatabase]:
+    """One migrated throwaway PostgreSQL database for the whole session, dropped at its end."""
+    try:
+        database = create_postgres_database()
+    except PostgresUnavailable as error:
+        pytest.skip(f"PostgreSQL is not reachable ({error}): {HOW_TO_START}")
+    try:
+        yield database
+    finally:
+        database.drop()
+
+
+@pytest.fixture
+def database_url(
+    database_backend: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> str | None:
+    """The PostgreSQL URL this test runs on, emptied for it and also set as
+    ARGUE_DATABASE_URL (for what reads the environment: the CLI); None on SQLite."""
+    if database_backend != "postgresql":
+        return None
+    database: ThrowawayDatabase = request.getfixturevalue("postgres_database")
+    database.empty()
+    monkeypatch.setenv("ARGUE_DATABASE_URL", database.url)
+    from app.config import get_settings
+
+    get_settings.cache_clear()
+    return database.url
+
+
+@pytest.fixture
+def settings(fake_llm: FakeLLMServer, tmp_path: Path, database_url: str | None) -> Settings:
+    return fake_settings(fake_llm, tmp_path / "argue-home", database_url=database_url)
 
 
 @pytest.fixture

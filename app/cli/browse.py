@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -19,9 +19,20 @@ from app.spec import FORMATS
 
 if TYPE_CHECKING:
     from app.models import Debate, Turn
+    from app.pricing import PriceTable
 
 TOPIC_WIDTH = 48
-LIST_COLUMNS = ("id", "date", "format", "status", "converged", "rounds", "tokens", "topic")
+LIST_COLUMNS = (
+    "id",
+    "date",
+    "format",
+    "status",
+    "converged",
+    "rounds",
+    "tokens",
+    "cost",
+    "topic",
+)
 
 
 # -- list -------------------------------------------------------------------------------
@@ -38,6 +49,8 @@ def run_list(args: argparse.Namespace) -> int:
     from app import store
     from app.cli.session import open_context
     from app.db import session_scope
+    from app.pricing import price_table
+    from app.spending import debate_totals
 
     if args.limit < 1:
         print("argue list: --limit must be at least 1", file=sys.stderr)
@@ -51,10 +64,12 @@ def run_list(args: argparse.Namespace) -> int:
             status=args.status,
             per_page=args.limit,
         )
+        prices = price_table(context.settings.data_dir)
+        costs = debate_totals(session, prices=prices, debate_ids=[d.id for d in debates])
     if not debates:
         print("No debates match." if total or _filtered(args) else _EMPTY)
         return 0
-    print(render_table(debates))
+    print(render_table(debates, {key: spent.text for key, spent in costs.items()}))
     if total > len(debates):
         print(f"({len(debates)} of {total}; use --limit to see more)")
     return 0
@@ -67,7 +82,7 @@ def _filtered(args: argparse.Namespace) -> bool:
     return bool(args.format or args.status or args.query)
 
 
-def list_row(debate: Debate) -> tuple[str, ...]:
+def list_row(debate: Debate, cost: str = "unknown") -> tuple[str, ...]:
     converged = yes_no(debate.converged)
     rounds = f"{debate.rounds_run}/{debate.rounds}" if debate.rounds_run else f"-/{debate.rounds}"
     if debate.format == "panel":
@@ -80,6 +95,7 @@ def list_row(debate: Debate) -> tuple[str, ...]:
         converged,
         rounds,
         str(debate.input_tokens + debate.output_tokens),
+        cost,
         _truncate(" ".join(debate.topic.split()), TOPIC_WIDTH),
     )
 
@@ -88,8 +104,10 @@ def yes_no(value: bool | None) -> str:
     return "-" if value is None else ("yes" if value else "no")
 
 
-def render_table(debates: Sequence[Debate]) -> str:
-    rows = [LIST_COLUMNS, *(list_row(debate) for debate in debates)]
+def render_table(debates: Sequence[Debate], costs: Mapping[str, str] | None = None) -> str:
+    """``costs``: each debate's cost in words, by id ("unknown" for one not given)."""
+    costs = costs or {}
+    rows = [LIST_COLUMNS, *(list_row(d, costs.get(d.id, "unknown")) for d in debates)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(LIST_COLUMNS))]
     lines = []
     for row in rows:
@@ -125,6 +143,7 @@ def run_show(args: argparse.Namespace) -> int:
     from app.cli.lookup import UnknownDebate, resolve_debate_id
     from app.cli.session import open_context
     from app.db import session_scope
+    from app.pricing import price_table
 
     context = open_context()
     with session_scope(context.engine) as session:
@@ -136,19 +155,25 @@ def run_show(args: argparse.Namespace) -> int:
         debate = store.get_debate(session, debate_id=debate_id)
         assert debate is not None
         turns = store.turns_of(session, debate_id=debate_id)
-        print(render_debate(debate, turns))
+        print(render_debate(debate, turns, price_table(context.settings.data_dir)))
     return 0
 
 
-def render_debate(debate: Debate, turns: Sequence[Turn]) -> str:
-    turn_lines = [line for turn in turns for line in _turn(turn)]
-    return "\n".join([*_header(debate), *turn_lines, *_synthesis(debate)])
+def render_debate(debate: Debate, turns: Sequence[Turn], prices: PriceTable | None = None) -> str:
+    """The whole debate; costs from ``prices`` (the bundled list prices when None)."""
+    from app.pricing import bundled_table
+
+    prices = prices or bundled_table()
+    turn_lines = [line for turn in turns for line in _turn(turn, prices)]
+    return "\n".join([*_header(debate, turns, prices), *turn_lines, *_synthesis(debate)])
 
 
-def _header(debate: Debate) -> list[str]:
+def _header(debate: Debate, turns: Sequence[Turn], prices: PriceTable) -> list[str]:
     from app import store
+    from app.pricing import ModelUse, money, total
 
     spec = store.debate_spec(debate)
+    uses = [ModelUse(t.provider, t.model, t.input_tokens, t.output_tokens) for t in turns]
     status = debate.status + (f" — {debate.status_reason}" if debate.status_reason else "")
     rounds = f"{debate.rounds_run or 0} of {debate.rounds}"
     converged = yes_no(debate.converged)
@@ -160,6 +185,8 @@ def _header(debate: Debate) -> list[str]:
         f"Status:   {status}",
         f"Seats:    {debate.seats_summary}",
         f"Tokens:   {debate.input_tokens} in / {debate.output_tokens} out",
+        f"Cost:     {total(prices, uses).text} at list prices"
+        + (f" · budget: {money(spec.budget_usd)}" if spec.budget_usd is not None else ""),
         f"Created:  {local_time(debate.created_at)} · started: {local_time(debate.started_at)}"
         f" · finished: {local_time(debate.finished_at)}",
     ]
@@ -169,6 +196,10 @@ def _header(debate: Debate) -> list[str]:
         lines.append(f"Context:  {', '.join(item.path for item in spec.context)}")
     if spec.skipped_paths:
         lines.append(f"Skipped:  {', '.join(spec.skipped_paths)}")
+    if debate.rerun_of:
+        lines.append(f"Re-run of: {debate.rerun_of}")
+    for number, question in enumerate(store.followup_questions(debate), start=1):
+        lines.append(f"Follow-up {number}: {' '.join(question.split())}")
     for name, path in (debate.outputs or {}).items():
         if path:
             lines.append(f"{name.capitalize() + ':':<9} {path}")
@@ -181,8 +212,10 @@ def _synthesis(debate: Debate) -> list[str]:
     return ["", "══ Synthesis ══", debate.synthesis.strip()]
 
 
-def _turn(turn: Turn) -> list[str]:
+def _turn(turn: Turn, prices: PriceTable) -> list[str]:
     from app.cli.terminal import turn_header, turn_stats, verdict_lines
+    from app.pricing import money
+    from app.spending import turn_cost
 
     info = {
         "label": turn.label,
@@ -203,6 +236,7 @@ def _turn(turn: Turn) -> list[str]:
     estimated = " (estimated)" if turn.usage_estimated else ""
     lines.append(
         f"  {turn_stats(turn.input_tokens, turn.output_tokens, turn.latency_ms)}{estimated}"
+        f" · {money(turn_cost(prices, turn))}"
     )
     lines += [f"  {line}" for line in verdict_lines(turn.verdict)]
     return lines

@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         turns = store.turns_of(session, debate_id=debate_id)
     if args.workspace:
         return _export_workspace(debate, turns, args.output)
-    text = document(debate, turns, transcript=args.transcript)
+    text = document(debate, turns, transcript=args.transcript, data_dir=context.settings.data_dir)
     if args.output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -57,12 +57,17 @@ def run(args: argparse.Namespace) -> int:
     return _write(args.output, text.encode("utf-8"))
 
 
-def document(debate: Debate, turns: list[Turn], *, transcript: bool) -> str:
-    """The Markdown asked for: the transcript, or the finals."""
+def document(
+    debate: Debate, turns: list[Turn], *, transcript: bool, data_dir: Path | None = None
+) -> str:
+    """The Markdown asked for: the transcript (its costs at the data folder's prices), or
+    the finals."""
     from app import export
+    from app.pricing import price_table
 
     if transcript:
-        return export.transcript_markdown(debate, turns)
+        prices = price_table(data_dir) if data_dir is not None else None
+        return export.transcript_markdown(debate, turns, prices)
     return export.finals_markdown(debate, turns, date=_day(debate))
 
 

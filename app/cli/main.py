@@ -13,16 +13,22 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from app.pricing import PriceFileError
+
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("app.cli.serve", "serve the web app"),
     "run": ("app.cli.run", "run a debate in the terminal"),
     "resume": ("app.cli.resume", "resume a failed, cancelled or interrupted debate"),
+    "followup": ("app.cli.followup", "ask a completed debate a follow-up question"),
+    "rerun": ("app.cli.rerun", "run a finished debate again, with any seats changed"),
     "list": ("app.cli.browse", "list debates, newest first"),
     "show": ("app.cli.browse", "show one debate"),
     "export": ("app.cli.export", "write a debate's report"),
+    "delete": ("app.cli.delete", "delete a debate, its turns and the files it wrote"),
     "models": ("app.cli.models", "show providers, whether they are ready, and their models"),
     "ask": ("app.cli.ask", "stream one reply from one provider: the smallest proof of a seat"),
     "assets": ("app.cli.assets", "fetch and check the pinned htmx files for ARGUE_ASSETS=local"),
+    "worker": ("app.cli.worker", "run queued debates (ARGUE_RUN_DEBATES=workers, PostgreSQL)"),
 }
 
 
@@ -63,6 +69,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
+    except PriceFileError as error:  # a bad ARGUE_HOME/prices.toml: its path and fault
+        print(f"argue: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:
+        from app.db import database_failure
+
+        failure = database_failure(error)  # the database down: one line, not a traceback
+        if failure is None:
+            raise
+        print(f"argue: {failure}", file=sys.stderr)
+        return 1
     return code
 
 

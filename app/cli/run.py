@@ -58,6 +58,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", "-m", help="the Gemini seat's model")
     parser.add_argument("--history", action="store_true", help="keep the transcript file")
     parser.add_argument(
+        "--budget-usd",
+        metavar="DOLLARS",
+        help="stop once the debate has spent this much, in US dollars at list prices "
+        "(checked between turns; every seat's model needs a price)",
+    )
+    parser.add_argument(
         "--seat",
         action="append",
         default=[],
@@ -143,9 +149,17 @@ def build_request(args: argparse.Namespace, *, topic: str, topic_type: str) -> D
             seed=args.seed,
             model=args.model,
             history=args.history,
+            budget_usd=_budget(args.budget_usd),
         )
     except ValidationError as error:
         raise UsageError(_validation_message(error)) from error
+
+
+def _budget(value: str | None) -> str | None:
+    """The ``--budget-usd`` amount as typed, less a leading ``$``; the request checks it."""
+    if value is None:
+        return None
+    return value.strip().removeprefix("$").strip() or None
 
 
 def _validation_message(error: Any) -> str:
@@ -165,6 +179,7 @@ def start(request: DebateRequest, *, paths: Sequence[str], as_json: bool) -> int
     from app.cli.session import drive, open_context
     from app.cli.terminal import TerminalView
     from app.context import read_context_files
+    from app.pricing import price_table
     from app.providers.registry import provider_statuses
 
     context = open_context()
@@ -175,8 +190,9 @@ def start(request: DebateRequest, *, paths: Sequence[str], as_json: bool) -> int
             statuses=provider_statuses(context.settings),
             extra_context=files,
             skipped_paths=skipped,
+            prices=price_table(context.settings.data_dir),
         )
-    except debates.SeatError as error:
+    except (debates.SeatError, debates.BudgetError) as error:
         print(f"argue run: {error}", file=sys.stderr)
         return 2
     debate = debates.create(context.engine, prepared=prepared, settings=context.settings)
@@ -227,11 +243,15 @@ def finish(
     exit code."""
     from app import store
     from app.db import session_scope
+    from app.pricing import price_table
+    from app.spending import debate_total
 
+    prices = price_table(context.settings.data_dir)
     with session_scope(context.engine) as session:
         debate = store.get_debate(session, debate_id=debate_id)
         assert debate is not None
         spec = store.debate_spec(debate)
+        spent = debate_total(session, prices=prices, debate_id=debate_id)
         summary = {
             "id": debate.id,
             "status": debate.status,
@@ -244,6 +264,11 @@ def finish(
             "synthesis": debate.synthesis,
             "input_tokens": debate.input_tokens,
             "output_tokens": debate.output_tokens,
+            # US dollars at list prices; None: a model used has no price ("cost_text" says
+            # "at least" what the priced turns cost).
+            "cost": None if spent.amount is None else float(spent.amount),
+            "cost_text": spent.text,
+            "budget_usd": None if spec.budget_usd is None else float(spec.budget_usd),
             "outputs": debate.outputs,
             "files_error": result.files_error,
             "notes": list(notes),
@@ -282,6 +307,7 @@ def _report(summary: dict[str, Any], done: int, out: TextIO, style: Style) -> No
         failure = f"Debate {debate_id} {status}: {summary['reason'] or 'no reason given'}"
         print(style.error(failure), file=out)
         print(f"resume with: argue resume {debate_id}", file=out)
+    print(f"Cost: {summary['cost_text']} at list prices · {tokens}", file=out)
     if summary["skipped_paths"]:
         print(f"Skipped paths (could not be read): {', '.join(summary['skipped_paths'])}", file=out)
     out.flush()

@@ -55,7 +55,12 @@ def run(args: argparse.Namespace) -> int:
         return 1
     migrate(get_engine(settings))
     host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"Argue is serving on http://{host}:{args.port}  (data: {settings.data_dir})", flush=True)
+    # The database as its masked label: a PostgreSQL URL's password is never printed.
+    print(
+        f"Argue is serving on http://{host}:{args.port}  "
+        f"(data: {settings.data_dir}; database: {settings.database_label})",
+        flush=True,
+    )
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
     return 0
 

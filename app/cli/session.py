@@ -108,12 +108,15 @@ async def _drive(
     start: Starter,
     providers: dict[str, Provider],
 ) -> None:
+    from app.bus import mirrored_from_settings
     from app.events import EventHub
     from app.jobs import JobManager
 
     hub = EventHub()
+    # With ARGUE_REDIS_URL set, web servers sharing the Redis server show this debate live.
+    bus = mirrored_from_settings(hub, context.settings)
     jobs = JobManager(
-        engine=context.engine, hub=hub, providers=providers, settings=context.settings
+        engine=context.engine, hub=bus, providers=providers, settings=context.settings
     )
     interrupts: list[asyncio.Task[bool]] = []
 
@@ -130,7 +133,7 @@ async def _drive(
         # Let the watcher subscribe first (it replays anyway, but this keeps the order plain).
         await asyncio.sleep(0)
         if not start(jobs):
-            hub.publish(debate_id, "end", {"status": "not started"})
+            hub.publish(debate_id, "end", {"status": "not started"})  # for this terminal only
         try:
             await watcher
         except asyncio.CancelledError:
@@ -146,6 +149,7 @@ async def _drive(
         if handled:
             loop.remove_signal_handler(signal.SIGINT)
         await jobs.shutdown()
+        await bus.aclose()
         await close_providers(providers)
 
 

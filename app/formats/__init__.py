@@ -18,7 +18,9 @@ class Format(Protocol):
         ...
 
     def plan(self, spec: DebateSpec, done: tuple[CompletedTurn, ...]) -> list[TurnPlan]:
-        """The next turns to run together; [] when the debate is over."""
+        """The next turns to run together; [] when the debate is over. Once the debate
+        itself is done, the answers to its follow-up questions (``spec.followups``,
+        planned with ``app.formats.followups``)."""
         ...
 
     def verdict(self, plan: TurnPlan, text: str) -> dict[str, Any] | None:

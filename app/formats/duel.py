@@ -8,6 +8,7 @@ Turns, by key (``r<round>.<phase>.<role>``), in the order they run; a line is on
     rN.response.gemini                      Gemini answers, seeing the whole conversation
     rN.convergence.claude                   verdict {"converged", "reason", "parsed"}
     rR.synthesis.claude                     R = rounds run
+    q<n>.followup.{claude,gemini}           follow-up question n, once asked (followups.py)
 
 The loop stops after two consecutive converged checks, or after round ``spec.rounds``; with
 ``rounds`` = 1 there is no loop. A check that cannot be read counts as not converged.
@@ -45,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.formats import prompts
+from app.formats.followups import Answerer, Entry, plan_followups
 from app.formats.language import Language, detect_language
 from app.formats.verdicts import parse_convergence
 from app.spec import CompletedTurn, DebateSpec, Message, Outcome, Seat, TurnPlan
@@ -304,6 +306,39 @@ def _progress(spec: DebateSpec, done: tuple[CompletedTurn, ...]) -> _Progress:
     )
 
 
+# What a follow-up answer sees of the duel: the exchange itself (the transcript's messages);
+# the seed analysis and the convergence checks are not part of it.
+_RECORD_PHASES = ("opening", "rebuttal", "response")
+
+
+def _followup_plans(
+    spec: DebateSpec, done: tuple[CompletedTurn, ...], progress: _Progress
+) -> list[TurnPlan]:
+    """Both seats answer each follow-up question, in parallel, as the debaters they were."""
+    me, other = _label(spec, CLAUDE), _label(spec, GEMINI)
+    record = [
+        Entry(f"{_label(spec, turn.role)} · round {turn.round} · {turn.phase}", turn.text)
+        for turn in done
+        if turn.phase in _RECORD_PHASES
+    ]
+    conclusion = ""
+    if progress.synthesis is not None:
+        conclusion = normalize_synthesis(
+            progress.synthesis.text, converged=progress.converged, rounds_run=progress.rounds_run
+        )
+    return plan_followups(
+        spec,
+        done,
+        answerers=(
+            Answerer(CLAUDE, me, prompts.followup_part_debater(other=other)),
+            Answerer(GEMINI, other, prompts.followup_part_debater(other=me)),
+        ),
+        record=record,
+        conclusion=conclusion,
+        language=detect_language(spec.topic),
+    )
+
+
 _AGREED = re.compile(r"^[\s#>*_]*agreed\s+position[*_]*\s*[:：][*_]*[ \t]*", re.IGNORECASE)
 _UNRECONCILED = re.compile(r"^[\s#>*_]*positions\s+not\s+fully\s+reconciled\b", re.IGNORECASE)
 
@@ -336,7 +371,10 @@ class Duel:
         )
 
     def plan(self, spec: DebateSpec, done: tuple[CompletedTurn, ...]) -> list[TurnPlan]:
-        return list(_progress(spec, done).pending)
+        progress = _progress(spec, done)
+        if progress.pending:
+            return list(progress.pending)
+        return _followup_plans(spec, done, progress)
 
     def verdict(self, plan: TurnPlan, text: str) -> dict[str, Any] | None:
         if plan.phase == "convergence":

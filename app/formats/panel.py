@@ -9,6 +9,8 @@ Turns, by key (``r<round>.<phase>.<role>``); a line is one batch, run in paralle
                                                  passed through verbatim
     r3.judgement.judge                           sees only the two summaries; verdict = grades,
                                                  scores and synthesis (see verdicts.py)
+    q<n>.followup.{pro_claude,con_claude,judge}  follow-up question n, once asked: one debater
+                                                 per side and the judge (followups.py)
 
 ``spec.rounds``, ``spec.seed`` and ``spec.context`` do not apply to the panel.
 The panel's three phases are its rounds: a finished panel has ``rounds_run`` 3. It has no
@@ -21,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.formats import prompts
+from app.formats.followups import Answerer, Entry, plan_followups
 from app.formats.language import Language, detect_language
 from app.formats.verdicts import parse_judgement
 from app.spec import CompletedTurn, DebateSpec, Message, Outcome, Seat, TurnPlan
@@ -113,6 +116,38 @@ def _judge_plan(
     )
 
 
+# Who answers a follow-up question: one voice per side (each side's first debater) and the
+# judge, so an answer is never one side's alone.
+FOLLOWUP_ROLES = (PRO_DEBATERS[0], CON_DEBATERS[0], JUDGE)
+
+
+def _followup_plans(
+    spec: DebateSpec,
+    done: tuple[CompletedTurn, ...],
+    language: Language,
+    judgement: CompletedTurn,
+) -> list[TurnPlan]:
+    """The claims and summaries are the record; the judge's whole answer is the conclusion."""
+    record = [
+        Entry(f"{_label(spec, turn.role)} · {turn.phase}", turn.text)
+        for turn in done
+        if turn.phase in ("claim", "summary")
+    ]
+    parts = {
+        PRO_DEBATERS[0]: prompts.followup_part_side("pro"),
+        CON_DEBATERS[0]: prompts.followup_part_side("con"),
+        JUDGE: prompts.followup_part_judge(),
+    }
+    return plan_followups(
+        spec,
+        done,
+        answerers=tuple(Answerer(role, _label(spec, role), parts[role]) for role in FOLLOWUP_ROLES),
+        record=record,
+        conclusion=judgement.text,
+        language=language,
+    )
+
+
 def _judgement_of(turn: CompletedTurn) -> dict[str, Any]:
     verdict = turn.verdict
     if isinstance(verdict, dict) and "synthesis" in verdict:
@@ -154,9 +189,10 @@ class Panel:
         if missing:
             return missing
 
-        if _key(3, "judgement", JUDGE) not in by_key:
+        judgement = by_key.get(_key(3, "judgement", JUDGE))
+        if judgement is None:
             return [_judge_plan(spec, language, summaries)]
-        return []
+        return _followup_plans(spec, done, language, judgement)
 
     def verdict(self, plan: TurnPlan, text: str) -> dict[str, Any] | None:
         if plan.phase == "judgement":

@@ -344,3 +344,66 @@ def judge_request(*, topic: str, pro_summary: str, con_summary: str, language: L
         "Keep the labels (SCORES, the criterion names, Pro, Con, Overall, SYNTHESIS) exactly as "
         f"shown, in English; write the reasons and the synthesis in {language.name}."
     )
+
+
+# ---------------------------------------------------------------------------- follow-ups
+
+
+def followup_part_debater(*, other: str) -> str:
+    """What a duel seat was in the debate it answers about."""
+    return f"You argued one side of this debate against {other}."
+
+
+def followup_part_side(side: str) -> str:
+    """What a panel debater was: one voice of its side."""
+    return (
+        f"You argued the {side.upper()} side of this panel debate, with two other debaters of "
+        "your side; a summarizer per side and a judge followed."
+    )
+
+
+def followup_part_judge() -> str:
+    return (
+        "You judged this panel debate: you scored both sides and wrote its dialectical "
+        "synthesis. Answer as the judge: fairly, weighing what each side got right."
+    )
+
+
+def followup_system(*, me: str, part: str, language: Language) -> str:
+    return (
+        f"You are {me}. {part} The debate has ended; a person now asks a follow-up question "
+        "about it. Answer that question directly, from what was argued and concluded and from "
+        "your own reasoning. Stay the participant you were: keep the positions that still hold, "
+        "and say plainly where the question changes your view. Be specific and concise; do not "
+        f"restate the whole debate.\n\n{write_in(language)}"
+    )
+
+
+def followup_request(
+    *,
+    topic: str,
+    record: Sequence[tuple[str, str]],
+    left_out: int,
+    conclusion: str,
+    earlier: Sequence[tuple[str, str]],
+    number: int,
+    question: str,
+) -> str:
+    """The debate as the answering seat reads it, then the question. ``record`` and
+    ``earlier`` (earlier follow-ups with their answers) are (heading, text) pairs, already
+    cut to fit; ``left_out`` says how many of the oldest turns did not fit."""
+    parts = [f"Topic: {topic.strip()}", "## The debate"]
+    if left_out:
+        parts.append(f"({left_out} earlier turn(s) are left out for length.)")
+    parts += [f"### {heading}\n\n{said(text)}" for heading, text in record]
+    if conclusion.strip():
+        parts += ["## Its conclusion", conclusion.strip()]
+    if earlier:
+        parts.append("## Earlier follow-up questions and their answers")
+        parts += [f"### {heading}\n\n{said(text)}" for heading, text in earlier]
+    parts += [
+        f"## Follow-up question {number}",
+        question.strip(),
+        "Answer this follow-up question now.",
+    ]
+    return "\n\n".join(parts)

@@ -1,4 +1,5 @@
-"""The JSON API: start, list, read, cancel and resume debates. Every answer has a response
+"""The JSON API: start, list, read, cancel, resume and delete debates, ask them follow-up
+questions and re-run them with other seats. Every answer has a response
 model, so the OpenAPI schema (``/openapi.json``, ``/docs``) describes it. The events stream
 is in ``app.web.stream``.
 
@@ -11,18 +12,23 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
+from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, HTTPException, Query, Response
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PlainSerializer
 
-from app import debates, store
+from app import debates, pricing, readiness, reruns, spending, store
+from app.config import Settings
 from app.db import session_scope
 from app.debates import DebateRequest
+from app.followups import FollowUpRefused, FollowUpRequest
 from app.models import Debate, Turn
+from app.pricing import ModelUse, PriceTable, Total
 from app.spec import FormatName
 from app.web.bad_input import ValidationErrorsRoute, cut, field_errors
+from app.web.delete import delete_or_refuse
 from app.web.deps import EngineDep, JobsDep, SessionDep, SettingsDep, StatusesDep
 
 PER_PAGE = 20
@@ -42,6 +48,14 @@ class UsageOut(BaseModel):
     input_tokens: int
     output_tokens: int
     total_tokens: int
+
+
+# Money goes out as a JSON number (pydantic would write a Decimal as a string).
+Money = Annotated[Decimal, PlainSerializer(float, return_type=float, when_used="json")]
+COST_HELP = (
+    "US dollars at the providers' list prices (app/prices.toml, ARGUE_HOME/prices.toml); "
+    "null: unknown, as a model used has no price."
+)
 
 
 class ContextFileOut(BaseModel):
@@ -76,6 +90,14 @@ class TurnOut(BaseModel):
     latency_ms: int
     started_at: datetime
     finished_at: datetime
+    cost: Money | None = Field(default=None, description=COST_HELP)
+
+
+class FollowUpOut(BaseModel):
+    number: int = Field(description="1 for the first question asked of the debate.")
+    question: str
+    asked_at: datetime | None
+    key_prefix: str = Field(description="Its answers' turn keys start with this.")
 
 
 class DebateSummary(BaseModel):
@@ -91,9 +113,25 @@ class DebateSummary(BaseModel):
     rounds_run: int | None
     seats: list[SeatOut]
     usage: UsageOut
+    cost: Money | None = Field(default=None, description=COST_HELP)
+    budget_usd: Money | None = Field(
+        default=None, description="The most the debate may spend, in US dollars; null: no limit."
+    )
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    rerun_of: str | None = Field(
+        default=None, description="The debate this one re-runs with other seats."
+    )
+    followups: list[FollowUpOut] = Field(
+        default_factory=list, description="Questions asked after the debate, in order."
+    )
+
+
+class RerunOut(DebateSummary):
+    notes: list[str] = Field(
+        default_factory=list, description="Seats moved to another provider (not configured)."
+    )
 
 
 class DebateOut(DebateSummary):
@@ -105,6 +143,9 @@ class DebateOut(DebateSummary):
     turns: list[TurnOut]
     notes: list[str] = Field(
         default_factory=list, description="When starting: seats moved to another provider."
+    )
+    reruns: list[str] = Field(
+        default_factory=list, description="Ids of the debates that re-run this one, oldest first."
     )
 
 
@@ -120,6 +161,19 @@ class Health(BaseModel):
     status: Literal["ok"]
 
 
+class ServiceOut(BaseModel):
+    status: Literal["ok", "error", "not configured"]
+    error: str | None = Field(
+        default=None, description="The service's own message when it failed; no secrets."
+    )
+
+
+class ReadinessOut(BaseModel):
+    status: Literal["ready", "not ready"]
+    database: ServiceOut
+    redis: ServiceOut = Field(description="Checked when ARGUE_REDIS_URL is set.")
+
+
 class ErrorOut(BaseModel):
     detail: str
 
@@ -133,7 +187,7 @@ CONFLICT: dict[int | str, dict[str, Any]] = {
 }
 
 
-def summary_of(debate: Debate) -> dict[str, Any]:
+def summary_of(debate: Debate, spent: Total) -> dict[str, Any]:
     spec = store.debate_spec(debate)
     return {
         "id": debate.id,
@@ -155,16 +209,40 @@ def summary_of(debate: Debate) -> dict[str, Any]:
             output_tokens=debate.output_tokens,
             total_tokens=debate.input_tokens + debate.output_tokens,
         ),
+        "cost": spent.amount,
+        "budget_usd": spec.budget_usd,
         "created_at": debate.created_at,
         "started_at": debate.started_at,
         "finished_at": debate.finished_at,
+        "rerun_of": debate.rerun_of,
+        "followups": followups_of(debate),
     }
 
 
-def debate_out(debate: Debate, turns: list[Turn], notes: tuple[str, ...] = ()) -> DebateOut:
+def followups_of(debate: Debate) -> list[FollowUpOut]:
+    return [
+        FollowUpOut(
+            number=number,
+            question=str(item.get("question", "")),
+            asked_at=item.get("asked_at"),
+            key_prefix=f"q{number}.followup.",
+        )
+        for number, item in enumerate(debate.followups or (), start=1)
+    ]
+
+
+def debate_out(
+    debate: Debate,
+    turns: list[Turn],
+    prices: PriceTable,
+    notes: tuple[str, ...] = (),
+    *,
+    rerun_ids: list[str] | None = None,
+) -> DebateOut:
     spec = store.debate_spec(debate)
+    uses = [ModelUse(t.provider, t.model, t.input_tokens, t.output_tokens) for t in turns]
     return DebateOut(
-        **summary_of(debate),
+        **summary_of(debate, pricing.total(prices, uses)),
         seed=debate.seed,
         history=debate.history,
         synthesis=debate.synthesis,
@@ -173,9 +251,15 @@ def debate_out(debate: Debate, turns: list[Turn], notes: tuple[str, ...] = ()) -
             for f in spec.context
         ],
         skipped_paths=list(spec.skipped_paths),
-        turns=[TurnOut.model_validate(turn, from_attributes=True) for turn in turns],
+        turns=[turn_out(turn, prices) for turn in turns],
         notes=list(notes),
+        reruns=rerun_ids or [],
     )
+
+
+def turn_out(turn: Turn, prices: PriceTable) -> TurnOut:
+    out = TurnOut.model_validate(turn, from_attributes=True)
+    return out.model_copy(update={"cost": spending.turn_cost(prices, turn)})
 
 
 def _get(session: Any, debate_id: str) -> Debate:
@@ -193,18 +277,22 @@ async def start_debate(
     settings: SettingsDep,
     statuses: StatusesDep,
 ) -> DebateOut:
+    prices = pricing.price_table(settings.data_dir)
     try:
-        prepared = debates.prepare(body, statuses=statuses)
+        prepared = debates.prepare(body, statuses=statuses, prices=prices)
     except debates.SeatError as error:  # the request checks roles first; kept as a backstop
         raise RequestValidationError(field_errors(("seats",), str(error))) from error
+    except debates.BudgetError as error:
+        raise RequestValidationError(field_errors(("budget_usd",), str(error))) from error
     debate = debates.create(engine, prepared=prepared, settings=settings)
     jobs.submit(debate.id)
-    return debate_out(debate, [], prepared.notes)
+    return debate_out(debate, [], prices, prepared.notes)
 
 
 @router.get("/debates", summary="Debates, newest first")
 def list_debates(
     session: SessionDep,
+    settings: SettingsDep,
     q: Annotated[str | None, Query(max_length=500, description="Words in the topic.")] = None,
     format: FormatName | None = None,
     status: StatusName | None = None,
@@ -213,8 +301,10 @@ def list_debates(
     rows, total = store.list_debates(
         session, query=q or None, format=format, status=status, page=page, per_page=PER_PAGE
     )
+    prices = pricing.price_table(settings.data_dir)
+    spent = spending.debate_totals(session, prices=prices, debate_ids=[d.id for d in rows])
     return DebatePage(
-        items=[DebateSummary(**summary_of(debate)) for debate in rows],
+        items=[DebateSummary(**summary_of(debate, spent[debate.id])) for debate in rows],
         total=total,
         page=page,
         per_page=PER_PAGE,
@@ -225,32 +315,123 @@ def list_debates(
 @router.get(
     "/debates/{debate_id}", summary="A debate with its seats, turns and usage", responses=NOT_FOUND
 )
-def read_debate(debate_id: str, session: SessionDep) -> DebateOut:
+def read_debate(debate_id: str, session: SessionDep, settings: SettingsDep) -> DebateOut:
     debate = _get(session, debate_id)
-    return debate_out(debate, store.turns_of(session, debate_id=debate_id))
+    prices = pricing.price_table(settings.data_dir)
+    return debate_out(
+        debate,
+        store.turns_of(session, debate_id=debate_id),
+        prices,
+        rerun_ids=store.reruns_of(session, debate_id=debate_id),
+    )
 
 
 @router.post(
     "/debates/{debate_id}/cancel", summary="Cancel a queued or running debate", responses=CONFLICT
 )
-async def cancel_debate(debate_id: str, engine: EngineDep, jobs: JobsDep) -> DebateSummary:
+async def cancel_debate(
+    debate_id: str, engine: EngineDep, jobs: JobsDep, settings: SettingsDep
+) -> DebateSummary:
     if not await jobs.cancel(debate_id):
         _conflict(engine, debate_id, "cannot be cancelled")
-    return _summary(engine, debate_id)
+    return _summary(engine, debate_id, settings)
 
 
 @router.post(
     "/debates/{debate_id}/resume", summary="Resume a failed or cancelled debate", responses=CONFLICT
 )
-async def resume_debate(debate_id: str, engine: EngineDep, jobs: JobsDep) -> DebateSummary:
+async def resume_debate(
+    debate_id: str, engine: EngineDep, jobs: JobsDep, settings: SettingsDep
+) -> DebateSummary:
     if not jobs.resume(debate_id):
         _conflict(engine, debate_id, "cannot be resumed")
-    return _summary(engine, debate_id)
+    return _summary(engine, debate_id, settings)
 
 
-def _summary(engine: Any, debate_id: str) -> DebateSummary:
+@router.delete(
+    "/debates/{debate_id}",
+    status_code=204,
+    response_class=Response,
+    summary="Delete a debate, its turns and the files it wrote",
+    description="A queued or running debate is refused with 409: cancel it first.",
+    responses=CONFLICT,
+)
+async def delete_debate(
+    debate_id: str, engine: EngineDep, jobs: JobsDep, settings: SettingsDep
+) -> Response:
+    await delete_or_refuse(engine, jobs, settings, debate_id)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/debates/{debate_id}/followups",
+    status_code=202,
+    summary="Ask a completed debate a follow-up question",
+    description=(
+        "The question is saved with the debate and its seats answer it as new turns of phase "
+        "`followup` (keys `q<n>.followup.<role>`), streamed on the debate's events like any "
+        "turn. A duel's two seats answer; a panel's first debater of each side and its judge. "
+        "409 unless the debate is completed (resume a failed or cancelled one first)."
+    ),
+    responses=CONFLICT,
+)
+async def ask_followup(
+    debate_id: str,
+    body: FollowUpRequest,
+    engine: EngineDep,
+    jobs: JobsDep,
+    settings: SettingsDep,
+) -> DebateSummary:
+    try:
+        jobs.follow_up(debate_id, body.question)
+    except LookupError as error:
+        raise HTTPException(404, f"No debate {cut(debate_id)}.") from error
+    except FollowUpRefused as error:
+        raise HTTPException(409, str(error)) from error
+    return _summary(engine, debate_id, settings)
+
+
+@router.post(
+    "/debates/{debate_id}/rerun",
+    status_code=202,
+    summary="Re-run a finished debate, with any seats changed",
+    description=(
+        "A new debate with the same topic, format, options and context; the seats named in "
+        "`seats` change, the others keep their provider and model. Its `rerun_of` names this "
+        "debate. 409 while this debate is queued or running."
+    ),
+    responses=CONFLICT,
+)
+async def rerun_debate(
+    debate_id: str,
+    engine: EngineDep,
+    jobs: JobsDep,
+    settings: SettingsDep,
+    statuses: StatusesDep,
+    body: reruns.RerunRequest | None = None,
+) -> RerunOut:
+    seats = body.seats if body is not None else {}
+    try:
+        debate, prepared = reruns.start_rerun(
+            engine, debate_id=debate_id, seats=seats, statuses=statuses, settings=settings
+        )
+    except LookupError as error:
+        raise HTTPException(404, f"No debate {cut(debate_id)}.") from error
+    except reruns.RerunRefused as error:
+        raise HTTPException(409, str(error)) from error
+    except debates.SeatError as error:
+        raise RequestValidationError(field_errors(("seats",), str(error))) from error
+    jobs.submit(debate.id)
+    summary = _summary(engine, debate.id, settings)
+    return RerunOut(**summary.model_dump(), notes=list(prepared.notes))
+
+
+def _summary(engine: Any, debate_id: str, settings: Settings) -> DebateSummary:
+    prices = pricing.price_table(settings.data_dir)
     with session_scope(engine) as session:
-        return DebateSummary(**summary_of(_get(session, debate_id)))
+        debate = _get(session, debate_id)
+        spent = spending.debate_total(session, prices=prices, debate_id=debate_id)
+        return DebateSummary(**summary_of(debate, spent))
 
 
 def _conflict(engine: Any, debate_id: str, what: str) -> None:
@@ -266,3 +447,20 @@ health_router = APIRouter()
 async def healthz() -> Health:
     # On the loop, not in a worker thread: a probe must not queue behind busy threads.
     return Health(status="ok")
+
+
+@health_router.get(
+    "/readyz",
+    summary="Readiness: the database and Redis answer",
+    responses={503: {"model": ReadinessOut, "description": "A configured service failed."}},
+)
+async def readyz(response: Response, settings: SettingsDep, engine: EngineDep) -> ReadinessOut:
+    """200 when the database (and Redis, when configured) answer; 503 naming what failed."""
+    checked = await readiness.check_readiness(settings, engine)
+    if not checked.ready:
+        response.status_code = 503
+    return ReadinessOut(
+        status="ready" if checked.ready else "not ready",
+        database=ServiceOut(status=checked.database.status, error=checked.database.error),
+        redis=ServiceOut(status=checked.redis.status, error=checked.redis.error),
+    )

@@ -15,17 +15,17 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app import collector, vendored
+from app import collector, pricing, vendored
+from app.bus import bus_from_settings
 from app.config import Settings, get_settings
 from app.db import get_engine
-from app.events import EventHub
 from app.jobs import JobManager
 from app.migrate import migrate
 from app.providers.base import Provider, ProviderError
 from app.providers.registry import PROVIDER_NAMES, build_provider, close_providers
 from app.providers.worker import ProviderWorker, in_worker_process
 from app.resources import STATIC_DIR
-from app.web import api, apidocs, assets, pages, security, stream
+from app.web import api, apidocs, assets, delete, pages, report, security, stream
 from app.web.bad_input import validation_error_handler
 from app.web.deps import ProviderStatuses, make_templates
 
@@ -59,6 +59,9 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # A malformed ARGUE_HOME/prices.toml stops the start with its own message, not a
+        # page later on.
+        pricing.check(settings.data_dir)
         if settings.assets == "local":  # fetched once, checked on every start
             app.state.vendored = await asyncio.to_thread(vendored.ensure_for, settings)
         engine = get_engine(settings)
@@ -71,8 +74,14 @@ def create_app(
             except ProviderError as error:  # the first call tries again
                 log.warning("%s", error)
             chosen = in_worker_process(chosen, worker)
-        hub = EventHub()
+        hub = bus_from_settings(settings)
         jobs = JobManager(engine=engine, hub=hub, providers=chosen, settings=settings)
+        if settings.run_debates == "workers":
+            # Debates run in `argue worker` processes; this node only enqueues, and resumes
+            # nothing at start-up (a dead worker's debates are the queue's to recover).
+            from app.debate_queue import DebateQueue
+
+            jobs.queue = DebateQueue(engine=engine, bus=hub, settings=settings)
         app.state.settings = settings
         app.state.engine = engine
         app.state.hub = hub
@@ -85,6 +94,7 @@ def create_app(
                 yield
         finally:
             await jobs.shutdown()
+            await hub.aclose()  # after the jobs: their last events are delivered
             await close_providers(chosen)
 
     app = FastAPI(
@@ -102,6 +112,8 @@ def create_app(
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     app.include_router(apidocs.router)
     app.include_router(pages.router)
+    app.include_router(delete.router)
+    app.include_router(report.router)
     app.include_router(stream.router)
     app.include_router(api.router)
     app.include_router(api.health_router)

@@ -12,9 +12,9 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from app.bus import EventBus
 from app.config import Settings
 from app.db import session_scope
-from app.events import EventHub
 from app.jobs import JobManager
 from app.providers.base import Provider, ProviderStatus
 from app.providers.registry import PROVIDER_NAMES, provider_status
@@ -46,8 +46,8 @@ def get_engine_dep(request: Request) -> Engine:
     return engine
 
 
-def get_hub(request: Request) -> EventHub:
-    hub: EventHub = request.app.state.hub
+def get_hub(request: Request) -> EventBus:
+    hub: EventBus = request.app.state.hub
     return hub
 
 
@@ -98,7 +98,7 @@ def get_statuses(request: Request) -> list[ProviderStatus]:
 
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 EngineDep = Annotated[Engine, Depends(get_engine_dep)]
-HubDep = Annotated[EventHub, Depends(get_hub)]
+HubDep = Annotated[EventBus, Depends(get_hub)]
 JobsDep = Annotated[JobManager, Depends(get_jobs)]
 SessionDep = Annotated[Session, Depends(get_session)]
 TemplatesDep = Annotated[Jinja2Templates, Depends(get_templates)]

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from app.config import Settings
 from app.context import MAX_CONTEXT_LINES
 from app.debates import (
+    MAX_BUDGET_USD,
     MAX_CONTEXT_FILE_BYTES,
     MAX_CONTEXT_FILES,
     MAX_CONTEXT_NAME_CHARS,
@@ -38,7 +39,7 @@ from app.spec import FORMATS, SEEDS, TOPIC_TYPES, Seat
 from app.web.uploads import FILE_FIELD, ReadForm, TextValue, UploadedFile
 
 FALLBACK_PROVIDER = "local"
-TEXT_FIELDS = ("topic", "format", "topic_type", "rounds", "seed")
+TEXT_FIELDS = ("topic", "format", "topic_type", "rounds", "seed", "budget_usd")
 
 # What each choice does, as the form's options read: the topic type frames the question for
 # both sides; a seed analysis is one extra turn before the debate. Both offer a "plan", so
@@ -211,6 +212,8 @@ def parse_form(form: ReadForm) -> ParsedForm:
         "rounds": values["rounds"] or "4",
         "seed": values["seed"] or None,
         "history": bool(values["history"]),
+        # "$0.50" reads as 0.50: people write money with its sign.
+        "budget_usd": values["budget_usd"].strip().removeprefix("$").strip() or None,
         "context": context,
         "seats": {
             seat.role: {
@@ -245,6 +248,11 @@ def field_error(item: Mapping[str, Any], format: str) -> tuple[str, str]:
         return "topic", _topic_message(kind, item.get("input"), message)
     if head == "rounds":
         return "rounds", f"Rounds must be a whole number from {MIN_ROUNDS} to {MAX_ROUNDS}."
+    if head == "budget_usd":
+        return "budget_usd", (
+            f"A budget is an amount of US dollars above 0 and at most {MAX_BUDGET_USD:,}, "
+            "like 0.50; leave it empty for no limit."
+        )
     if head in CHOICES:
         return head, f"Choose one of: {', '.join(CHOICES[head])}."
     if head == "seats" and len(loc) >= 3:

@@ -5,6 +5,7 @@ downloads. Every page reads fine without JavaScript; htmx only makes the debate 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,14 +14,19 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from pydantic import ValidationError
+from sqlmodel import Session
 
-from app import debates, export, store
+from app import debates, export, pricing, reruns, spending, store
 from app.context import MAX_CONTEXT_LINES
 from app.db import session_scope
-from app.models import DEBATE_STATUSES, Debate
+from app.followups import FollowUpRefused, FollowUpRequest
+from app.models import ACTIVE_STATUSES, DEBATE_STATUSES, Debate, Turn
+from app.pricing import BUDGET_REACHED, Total
 from app.providers.base import ProviderStatus
 from app.resources import STATIC_DIR
 from app.spec import FORMATS, SEEDS, TOPIC_TYPES
+from app.web import sequels
 from app.web.deps import (
     EngineDep,
     HubDep,
@@ -93,6 +99,7 @@ def index(
 ) -> HTMLResponse:
     recent, _ = store.list_debate_rows(session, per_page=RECENT_COUNT)
     context = form_context(FormState(), statuses, recent)
+    context["costs"] = row_costs(session, request, recent)
     return templates.TemplateResponse(request, "index.html", context)
 
 
@@ -113,23 +120,35 @@ async def create_from_form(
     status_code = form_status(form)
     if parsed.request is not None:
         try:
-            prepared = debates.prepare(parsed.request, statuses=statuses)
+            prices = pricing.price_table(settings.data_dir)
+            prepared = debates.prepare(parsed.request, statuses=statuses, prices=prices)
         except debates.SeatError as error:
             state = FormState(state.values, {"seats": str(error)})
             status_code = 400
+        except debates.BudgetError as error:
+            state = FormState(state.values, {"budget_usd": str(error)})
+            status_code = 422
         else:
             debate = debates.create(engine, prepared=prepared, settings=settings)
             jobs.submit(debate.id)
             return RedirectResponse(f"/debates/{debate.id}", status_code=303)
     with session_scope(engine) as session:
         recent, _ = store.list_debate_rows(session, per_page=RECENT_COUNT)
+        costs = row_costs(session, request, recent)
     context = form_context(state, statuses, recent)
+    context["costs"] = costs
     response = templates.TemplateResponse(request, "index.html", context, status_code=status_code)
     if not form.complete:
         # The rest of the body is still coming: hang up after the answer rather than let the
         # server read it all only to throw it away.
         response.headers["Connection"] = "close"
     return response
+
+
+def row_costs(session: Session, request: Request, rows: Sequence[Any]) -> dict[str, Total]:
+    """What each debate of a table cost so far (``partials/debate_rows.html``), by id."""
+    prices = pricing.price_table(request.app.state.settings.data_dir)
+    return spending.debate_totals(session, prices=prices, debate_ids=[row.id for row in rows])
 
 
 def form_status(form: ReadForm) -> int:
@@ -150,6 +169,7 @@ def history(
     format: str = "",
     status: str = "",
     page: Annotated[str, Query(description="A page number from 1; others lead to a page.")] = "1",
+    deleted: Annotated[str, Query(description="The id of a debate just deleted.")] = "",
 ) -> Response:
     # Unknown filter values are ignored, not refused: a page should always show something.
     chosen_format = format if format in FORMATS else ""
@@ -169,6 +189,7 @@ def history(
             page=min(number, MAX_PAGE),
             per_page=PER_PAGE,
         )
+        costs = row_costs(session, request, rows)
     pages = max(1, math.ceil(total / PER_PAGE))
     if number > pages:
         return RedirectResponse(filters.url(pages), status_code=302)
@@ -183,8 +204,21 @@ def history(
         "formats": FORMATS,
         "statuses": DEBATE_STATUSES,
         "page_url": filters.url,
+        "notice": deleted_notice(deleted),
+        "costs": costs,
     }
     return templates.TemplateResponse(request, "list.html", context)
+
+
+def deleted_notice(debate_id: str) -> str | None:
+    """What the history says after a delete (``?deleted=<id>``); an id no debate could have
+    is ignored, and the words are fixed: nothing from the address but the id is shown."""
+    if not debate_id or not _DEBATE_ID.fullmatch(debate_id):
+        return None
+    return f"Debate {debate_id} was deleted, with its turns and files."
+
+
+_DEBATE_ID = re.compile(r"[0-9a-f]{1,32}")
 
 
 # Past any real history (two million debates); keeps the query's offset small.
@@ -225,7 +259,7 @@ async def debate_page(
     # The live turns first, then the database: the page shows the state after the snapshot's
     # last event or later, and its stream continues from that id. A turn that completed in
     # between is already in the database; its replayed events then bring it back to itself.
-    snapshot = hub.snapshot(debate_id)
+    snapshot = await hub.snapshot(debate_id)
 
     def read_and_render() -> HTMLResponse:
         with session_scope(engine) as session:
@@ -233,6 +267,7 @@ async def debate_page(
             if debate is None:
                 raise HTTPException(404, f"No debate {debate_id}.")
             rows = store.turns_of(session, debate_id=debate_id)
+            sequel = sequels.page_context(session, request, debate, rows)
         view = build_view(
             debate,
             store.debate_spec(debate),
@@ -240,10 +275,127 @@ async def debate_page(
             live_turns=snapshot.live_turns,
             last_event_id=snapshot.last_id,
         )
-        return templates.TemplateResponse(request, "debate.html", {"view": view})
+        context: dict[str, Any] = {"view": view}
+        context["cost"] = cost_of(request, debate, rows)
+        context.update(sequel)
+        return templates.TemplateResponse(request, "debate.html", context)
 
     # A large debate takes long to read and render: never on the event loop.
     return await off_loop(read_and_render)
+
+
+@router.get("/debates/{debate_id}/cost", response_class=HTMLResponse, include_in_schema=False)
+def debate_cost(
+    debate_id: str, request: Request, session: SessionDep, templates: TemplatesDep
+) -> HTMLResponse:
+    """The debate page's cost block again: it fetches itself while the debate runs."""
+    debate = _get(session, debate_id)
+    rows = store.turns_of(session, debate_id=debate_id)
+    context = {"cost": cost_of(request, debate, rows)}
+    return templates.TemplateResponse(request, "partials/cost.html", context)
+
+
+def cost_of(request: Request, debate: Debate, rows: Sequence[Turn]) -> spending.CostSheet:
+    prices = pricing.price_table(request.app.state.settings.data_dir)
+    active = debate.status in ACTIVE_STATUSES
+    reason = debate.status_reason or ""
+    return spending.cost_sheet(
+        prices,
+        rows,
+        store.debate_spec(debate).budget_usd,
+        refresh_url=f"/debates/{debate.id}/cost" if active else None,
+        stopped_by_budget=debate.status == "failed" and reason.startswith(BUDGET_REACHED),
+    )
+
+
+# -- follow-ups, re-runs and comparing ------------------------------------------------------
+
+
+async def _page_again(
+    request: Request,
+    debate_id: str,
+    typed: sequels.SequelInput,
+    status_code: int,
+    deps: tuple[Any, Any, Any],
+) -> Response:
+    """The debate page again, with what was typed in its form and what is wrong with it."""
+    engine, hub, templates = deps
+    request.state.sequel_input = typed
+    response = await debate_page(
+        debate_id=debate_id, request=request, engine=engine, hub=hub, templates=templates
+    )
+    response.status_code = status_code
+    return response
+
+
+@router.post("/debates/{debate_id}/followups", summary="Ask a follow-up question (form)")
+async def followup_from_form(
+    debate_id: str,
+    request: Request,
+    engine: EngineDep,
+    hub: HubDep,
+    jobs: JobsDep,
+    templates: TemplatesDep,
+) -> Response:
+    _require(engine, debate_id)
+    form = await read_form(request.headers, request.stream())
+    typed = form.text("question")
+    deps = (engine, hub, templates)
+    try:
+        question = FollowUpRequest(question=typed).question
+    except ValidationError as error:
+        problem = str(error.errors()[0]["msg"]).removeprefix("Value error, ")
+        wrong = sequels.SequelInput(question=typed, followup_error=problem)
+        return await _page_again(request, debate_id, wrong, 422, deps)
+    try:
+        jobs.follow_up(debate_id, question)
+    except FollowUpRefused as error:
+        refused = sequels.SequelInput(question=typed, followup_error=str(error))
+        return await _page_again(request, debate_id, refused, 409, deps)
+    return RedirectResponse(f"/debates/{debate_id}", status_code=303)
+
+
+@router.post("/debates/{debate_id}/rerun", summary="Re-run a debate with other seats (form)")
+async def rerun_from_form(
+    debate_id: str,
+    request: Request,
+    engine: EngineDep,
+    hub: HubDep,
+    jobs: JobsDep,
+    settings: SettingsDep,
+    templates: TemplatesDep,
+    statuses: StatusesDep,
+) -> Response:
+    with session_scope(engine) as session:
+        spec = store.debate_spec(_get(session, debate_id))
+    form = await read_form(request.headers, request.stream())
+    values = {name: value.text for name, value in form.fields.items()}
+    seats, problem = sequels.read_rerun_seats(spec, values)
+    if problem is None:
+        try:
+            debate, _ = reruns.start_rerun(
+                engine, debate_id=debate_id, seats=seats, statuses=statuses, settings=settings
+            )
+        except (reruns.RerunRefused, debates.SeatError) as error:
+            problem = str(error)
+        else:
+            jobs.submit(debate.id)
+            return RedirectResponse(f"/debates/{debate.id}", status_code=303)
+    typed = sequels.SequelInput(rerun_values=values, rerun_error=problem)
+    return await _page_again(request, debate_id, typed, 422, (engine, hub, templates))
+
+
+@router.get(
+    "/debates/{debate_id}/compare/{other_id}",
+    response_class=HTMLResponse,
+    summary="Two debates' syntheses side by side",
+)
+def compare_page(
+    debate_id: str, other_id: str, request: Request, session: SessionDep, templates: TemplatesDep
+) -> HTMLResponse:
+    sides = [_get(session, one) for one in (debate_id, other_id)]
+    context = {"sides": [(debate, store.debate_spec(debate)) for debate in sides]}
+    return templates.TemplateResponse(request, "compare.html", context)
 
 
 @router.post("/debates/{debate_id}/cancel", summary="Cancel a debate (form)")
@@ -273,10 +425,10 @@ def download_finals(debate_id: str, session: SessionDep) -> Response:
 
 
 @router.get("/debates/{debate_id}/transcript.md", summary="The whole transcript")
-def download_transcript(debate_id: str, session: SessionDep) -> Response:
+def download_transcript(debate_id: str, session: SessionDep, settings: SettingsDep) -> Response:
     debate = _get(session, debate_id)
     turns = store.turns_of(session, debate_id=debate_id)
-    text = export.transcript_markdown(debate, turns)
+    text = export.transcript_markdown(debate, turns, pricing.price_table(settings.data_dir))
     when = debate.finished_at or debate.created_at
     name = export.history_filename(export.file_slug(debate), debate.topic_type, when)
     return _attachment(text.encode(), name, "text/markdown; charset=utf-8")

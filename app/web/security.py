@@ -8,9 +8,9 @@
   ``allowed_hosts`` is set (a DNS-rebinding guard for a loopback server); (2) a
   state-changing request must come from this origin unless it carries a valid Bearer token;
   (3) when ``auth_token`` or ``auth_user``/``auth_password`` is set, every request needs a
-  credential, except ``/healthz``, ``/static/`` and the login page itself. Failed
-  credentials are limited per client address and overall (``app.web.signin``): 429 with
-  Retry-After.
+  credential, except ``/healthz``, ``/readyz``, ``/static/``, ``/favicon.ico`` and the login
+  page itself. Failed credentials are limited per client address and overall
+  (``app.web.signin``): 429 with Retry-After.
 - ``login_router``: ``GET``/``POST /login`` and ``POST /logout`` for the token mode; the
   session cookie holds a session id, its issue time and an HMAC of them keyed by the token,
   never the token. A cookie works only while this process holds its session: signing out
@@ -53,9 +53,9 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 SESSION_COOKIE = "argue_session"
 SESSION_SECONDS = 7 * 24 * 3600
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
-# Reachable without a credential: the liveness probe, the stylesheet and script (no data in
-# them), and the way in.
-OPEN_PATHS = frozenset({"/healthz", "/login", "/logout"})
+# Reachable without a credential: the liveness and readiness probes, the stylesheet and
+# script and the icon (no data in them), and the way in.
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/login", "/logout", "/favicon.ico"})
 OPEN_PREFIXES = ("/static/",)
 REALM = "Argue"
 
@@ -486,7 +486,10 @@ BASE_HEADERS: tuple[tuple[str, str], ...] = (
 
 class SecurityHeaders:
     """ASGI middleware: the headers above on every HTTP response. Pure ASGI (not
-    ``BaseHTTPMiddleware``) so streams pass through unbuffered."""
+    ``BaseHTTPMiddleware``) so streams pass through unbuffered. A response that sets its
+    own Content-Security-Policy keeps it: only the self-contained report does
+    (``app.web.report``), and its policy is stricter still (nothing loads but its one
+    inline style, allowed by hash)."""
 
     def __init__(self, app: ASGIApp, policy: str) -> None:
         self.app = app
@@ -501,7 +504,8 @@ class SecurityHeaders:
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
-                headers["Content-Security-Policy"] = policy
+                if "content-security-policy" not in headers:
+                    headers["Content-Security-Policy"] = policy
                 for name, value in BASE_HEADERS:
                     headers[name] = value
             await send(message)

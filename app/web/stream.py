@@ -4,8 +4,10 @@ Two views of the same hub events:
 
 - ``GET /debates/{id}/stream`` — HTML fragments for the debate page (htmx SSE extension).
   Every message is named ``html`` and carries out-of-band swaps (``hx-swap-oob``): a started
-  turn is appended to its group, text deltas are appended (escaped) to the turn's text, a
-  completed turn replaces itself with its rendered Markdown. ``end`` carries the whole
+  turn is appended to its group, text deltas are appended (escaped) to the turn's Markdown
+  source (the page renders it as it grows), a completed turn replaces itself with its
+  rendered Markdown. A started, completed or failed turn also brings the header's progress
+  (the step being run, and an estimate of what is left). ``end`` carries the whole
   server-rendered final page body; ``reload`` asks the page to reload (its last event id
   is not one this process issued: an earlier process's, or malformed).
 - ``GET /api/debates/{id}/events`` — the events themselves: ``event:`` is the type, ``data``
@@ -41,8 +43,9 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 
 from app import store
+from app.bus import EventBus
 from app.db import session_scope
-from app.events import Event, EventHub, UnknownEventId
+from app.events import Event, LiveTurn, UnknownEventId
 from app.jobs import FINAL_STATUSES
 from app.models import Turn
 from app.web.deps import EngineDep, HubDep, TemplatesDep
@@ -54,6 +57,9 @@ from app.web.view import (
     dom_id,
     downloads,
     group_id,
+    group_turns,
+    merge_turns,
+    progress_of,
     shows_round_heading,
     turn_from_live,
     turn_from_row,
@@ -83,7 +89,7 @@ def _debate_status(engine: Engine, debate_id: str) -> str:
 
 
 def _subscribe(
-    hub: EventHub, debate_id: str, last_event_id: str | None
+    hub: EventBus, debate_id: str, last_event_id: str | None
 ) -> AsyncGenerator[list[Event], None]:
     # Batches: everything pending goes out in one write. The hub's generator unsubscribes
     # as soon as it is closed.
@@ -116,10 +122,10 @@ def _join(events: list[Event], kind: str, encode: Callable[[Event], bytes]) -> b
     return b"".join(event.encoded(kind, encode) for event in events)
 
 
-def _finished_elsewhere(hub: EventHub, status: str, debate_id: str) -> bool:
+async def _finished_elsewhere(hub: EventBus, status: str, debate_id: str) -> bool:
     """Finished, and this process has no events about it (it ended before this process
     started, or long ago): there is nothing to replay, only the end to tell."""
-    return status in FINAL_STATUSES and hub.snapshot(debate_id).last_id is None
+    return status in FINAL_STATUSES and (await hub.snapshot(debate_id)).last_id is None
 
 
 # -- the page's stream ----------------------------------------------------------------------
@@ -148,14 +154,14 @@ async def page_stream(
 
 
 async def page_events(
-    hub: EventHub,
+    hub: EventBus,
     fragments: Fragments,
     debate_id: str,
     *,
     status: str,
     last_event_id: str | None,
 ) -> AsyncIterator[ServerSentEvent | bytes]:
-    if _finished_elsewhere(hub, status, debate_id):
+    if await _finished_elsewhere(hub, status, debate_id):
         yield ServerSentEvent(data=await off_loop(fragments.final_body), event="end")
         return
     try:
@@ -246,8 +252,10 @@ class Fragments:
         )
         # Each piece is marked data-upsert (static/argue.js): a heading or group already on
         # the page is kept, a turn already there (an earlier failed attempt) is replaced.
-        return oob_append("#turns", self.render("partials/group.html", group=group)) + oob_append(
-            f"#{group.id}-turns", self.render("partials/turn.html", turn=turn)
+        return (
+            oob_append("#turns", self.render("partials/group.html", group=group))
+            + oob_append(f"#{group.id}-turns", self.render("partials/turn.html", turn=turn))
+            + self._progress(started=data)
         )
 
     def _on_delta(self, data: dict[str, Any]) -> str:
@@ -260,8 +268,11 @@ class Fragments:
             f"Retrying (attempt {data.get('attempt')}) after {data.get('error_kind')}: "
             f"{data.get('error_message')}"
         )
+        # The text starts over: the source, its rendering, and the badge back to "waiting".
         return (
-            f'<div class="text live" id="x-{key}" hx-swap-oob="true"></div>'
+            f'<div class="text live" id="x-{key}" hidden hx-swap-oob="true"></div>'
+            f'<div class="text md" id="m-{key}" data-rendered hx-swap-oob="true"></div>'
+            f'<span class="badge badge-waiting" id="b-{key}" hx-swap-oob="true">waiting</span>'
             f'<p class="note" id="n-{key}" hx-swap-oob="true">{escape(note)}</p>'
         )
 
@@ -280,7 +291,22 @@ class Fragments:
             turn = turn_from_row(row) if row is not None else None
         if turn is None:
             return ""
-        return self.render("partials/turn.html", turn=turn, oob=True)
+        return self.render("partials/turn.html", turn=turn, oob=True) + self._progress()
+
+    def _progress(self, started: dict[str, Any] | None = None) -> str:
+        """The header's progress after this event, from the saved turns (and ``started``,
+        the turn that has just begun, which the database does not hold yet)."""
+        with session_scope(self._engine) as session:
+            debate = store.get_debate(session, debate_id=self._debate_id)
+            if debate is None:
+                return ""
+            rows = store.turns_of(session, debate_id=self._debate_id)
+            seat_order = [seat.role for seat in store.debate_spec(debate).seats]
+        live = (LiveTurn(key=str(started["key"]), info=started, text=""),) if started else ()
+        turns = merge_turns(rows, live, include_live=True)
+        groups = group_turns(turns, format=debate.format, seat_order=seat_order)
+        progress = progress_of(debate, groups)
+        return self.render("partials/progress.html", progress=progress, live=True, oob=True)
 
     def _debate_format(self) -> str:
         if self._format is None:
@@ -306,9 +332,10 @@ def oob_append(selector: str, inner: str | Markup) -> str:
         "turn_completed, turn_failed, usage, end) and JSON `data`. Reconnect with the "
         "`Last-Event-ID` header (or `?last_event_id=`) to continue without gap or duplicate. "
         "The stream closes after `end`; a debate that finished before this server started "
-        "sends one `end` with its status. `reload` means the id is not one this server process "
-        "issued (an earlier process's, or malformed): what follows starts over from the "
-        "debate's first event in this process (fetch the debate for what came before)."
+        "sends one `end` with its status. `reload` means the id cannot be continued from "
+        "(malformed, past the end, or not kept: without ARGUE_REDIS_URL, ids are this server "
+        "process's own): what follows starts over from the first event kept (fetch the "
+        "debate for what came before)."
     ),
     response_class=EventSourceResponse,
     tags=["api"],
@@ -329,14 +356,14 @@ async def json_stream(
 
 
 async def json_events(
-    hub: EventHub,
+    hub: EventBus,
     engine: Engine,
     debate_id: str,
     *,
     status: str,
     last_event_id: str | None,
 ) -> AsyncIterator[ServerSentEvent | bytes]:
-    if _finished_elsewhere(hub, status, debate_id):
+    if await _finished_elsewhere(hub, status, debate_id):
         reason = await run_in_threadpool(_status_reason, engine, debate_id)
         yield ServerSentEvent(data=json.dumps({"status": status, "reason": reason}), event="end")
         return
@@ -348,7 +375,7 @@ async def json_events(
         return
     except UnknownEventId:
         yield ServerSentEvent(
-            data=json.dumps({"reason": "the event id is not one this server process issued"}),
+            data=json.dumps({"reason": "the event id is not one this server can continue from"}),
             event="reload",
         )
     async with aclosing(_subscribe(hub, debate_id, None)) as batches:

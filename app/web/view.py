@@ -8,11 +8,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from app.endings import ended_early_note
 from app.events import LiveTurn
 from app.models import ACTIVE_STATUSES, Debate, Turn
+from app.providers.base import estimate_tokens
+from app.scorecard import Scorecard, scorecard_of
 from app.spec import DebateSpec, Seat
 
 PHASE_ORDER = (
@@ -36,6 +39,7 @@ PHASE_TITLES = {
     "claim": "Phase 1 · Claims",
     "summary": "Phase 2 · Summaries",
     "judgement": "Phase 3 · Judgement",
+    "followup": "Follow-up answers",
 }
 RESUMABLE = ("failed", "cancelled")
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
@@ -66,10 +70,23 @@ class TurnView:
     latency_ms: int = 0
     attempts: int = 1
     ended_early: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
 
     @property
     def id(self) -> str:
         return dom_id(self.key)
+
+    @property
+    def waiting(self) -> bool:
+        """Live, and its seat has not written a first token yet (a local model writes
+        parallel turns one after another: the later ones wait)."""
+        return self.status == "live" and not self.text
+
+    @property
+    def approximate_tokens(self) -> int:
+        """The live text's length in tokens, roughly (static/argue.js counts alike)."""
+        return estimate_tokens(self.text)
 
     @property
     def ended_early_note(self) -> str | None:
@@ -121,6 +138,8 @@ def turn_from_row(turn: Turn) -> TurnView:
         latency_ms=turn.latency_ms,
         attempts=turn.attempts,
         ended_early=turn.ended_early,
+        started_at=turn.started_at,
+        finished_at=turn.finished_at,
     )
 
 
@@ -155,7 +174,7 @@ def merge_turns(
 
 def shows_round_heading(format: str, round: int, phase: str) -> bool:
     """Duels are read round by round; a panel's phases are its own headings."""
-    return format == "duel" and round >= 1 and phase not in ("synthesis", "seed")
+    return format == "duel" and round >= 1 and phase not in ("synthesis", "seed", "followup")
 
 
 def group_turns(
@@ -167,9 +186,16 @@ def group_turns(
     groups: dict[tuple[int, str], list[TurnView]] = {}
     for turn in turns:
         groups.setdefault((turn.round, turn.phase), []).append(turn)
-    # The synthesis closes a debate whatever round number it carries.
+    # The synthesis closes a debate whatever round number it carries; follow-up answers
+    # come after it.
     ordered = sorted(
-        groups, key=lambda pair: (pair[1] == "synthesis", pair[0], _phase_rank(pair[1]))
+        groups,
+        key=lambda pair: (
+            pair[1] == "followup",
+            pair[1] == "synthesis",
+            pair[0],
+            _phase_rank(pair[1]),
+        ),
     )
     views: list[GroupView] = []
     seen_rounds: set[int] = set()
@@ -196,6 +222,117 @@ def _phase_rank(phase: str) -> int:
     return PHASE_ORDER.index(phase) if phase in PHASE_ORDER else len(PHASE_ORDER)
 
 
+def as_utc(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; every one the app stores is UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a debate is: the step being run, since when, and roughly how long is left.
+
+    ``remaining_seconds`` is an estimate, or None when there is nothing to base one on: the
+    rounds still allowed times the average length of a round after the first (the first holds
+    only the openings, shorter than a later round's exchange), plus one average step for the
+    closing turn. A duel may converge early, so it is an upper bound as much as a guess.
+    """
+
+    step: str | None  # "Round 2 of up to 4 · Rebuttal", "Phase 2 · Summaries" …
+    started_at: datetime | None
+    as_of: datetime
+    remaining_seconds: int | None
+    finished_at: datetime | None = None
+
+    @property
+    def elapsed_seconds(self) -> int:
+        if self.started_at is None:
+            return 0
+        end = self.finished_at or self.as_of
+        return max(0, int((end - self.started_at).total_seconds()))
+
+    @property
+    def elapsed_text(self) -> str:
+        return duration_text(self.elapsed_seconds)
+
+    @property
+    def remaining_text(self) -> str:
+        return duration_text(self.remaining_seconds or 0)
+
+    @staticmethod
+    def epoch_ms(moment: datetime | None) -> int:
+        return int(moment.timestamp() * 1000) if moment is not None else 0
+
+
+def duration_text(seconds: int) -> str:
+    """``42 s``, ``3 min 05 s``, ``1 h 02 min`` (static/argue.js writes the same)."""
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, secs = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def progress_of(
+    debate: Debate, groups: Sequence[GroupView], *, now: datetime | None = None
+) -> Progress:
+    """The progress shown in the page's header, from the groups of turns on the page."""
+    now = now or datetime.now(UTC)
+    begun = debate.started_at or debate.created_at
+    finished = debate.finished_at if debate.status not in ACTIVE_STATUSES else None
+    return Progress(
+        step=_step_title(debate, groups[-1]) if groups else None,
+        started_at=as_utc(begun) if begun else None,
+        as_of=now,
+        remaining_seconds=_remaining_seconds(debate, groups, now) if not finished else None,
+        finished_at=as_utc(finished) if finished else None,
+    )
+
+
+def _step_title(debate: Debate, group: GroupView) -> str:
+    if not shows_round_heading(debate.format, group.round, group.phase):
+        return group.title
+    return f"Round {group.round} of up to {debate.rounds} · {group.title}"
+
+
+def _span(turns: Iterable[TurnView]) -> tuple[datetime, datetime] | None:
+    """When the first of ``turns`` started and the last finished; None while any runs."""
+    starts, ends = [], []
+    for turn in turns:
+        if turn.started_at is None or turn.finished_at is None:
+            return None
+        starts.append(as_utc(turn.started_at))
+        ends.append(as_utc(turn.finished_at))
+    return (min(starts), max(ends)) if starts else None
+
+
+def _remaining_seconds(debate: Debate, groups: Sequence[GroupView], now: datetime) -> int | None:
+    rounded = [g for g in groups if shows_round_heading(debate.format, g.round, g.phase)]
+    if not rounded or any(g.phase == "synthesis" for g in groups):
+        return None
+    current = max(g.round for g in rounded)
+    by_round: dict[int, list[TurnView]] = {}
+    for group in rounded:
+        by_round.setdefault(group.round, []).extend(group.turns)
+    spans = [_span(by_round[r]) for r in sorted(by_round) if 2 <= r < current]
+    lengths = [(end - start).total_seconds() for start, end in filter(None, spans)]
+    steps = [_span(g.turns) for g in groups]
+    step_lengths = [(end - start).total_seconds() for start, end in filter(None, steps)]
+    if not lengths or not step_lengths:
+        return None
+    average_round = sum(lengths) / len(lengths)
+    average_step = sum(step_lengths) / len(step_lengths)
+    starts = [as_utc(t.started_at) for t in by_round[current] if t.started_at is not None]
+    in_current = (now - min(starts)).total_seconds() if starts else 0.0
+    left = (
+        max(0.0, average_round - in_current)
+        + max(0, debate.rounds - current) * average_round
+        + average_step
+    )
+    return round(left)
+
+
 def downloads(debate: Debate, *, has_turns: bool, status: str | None = None) -> list[Download]:
     """The downloads a debate offers in ``status`` (its own when None)."""
     status = status or debate.status
@@ -205,6 +342,7 @@ def downloads(debate: Debate, *, has_turns: bool, status: str | None = None) -> 
         items.append(Download("finals", f"{base}/finals.md", "Finals (.md)"))
     if has_turns:
         items.append(Download("transcript", f"{base}/transcript.md", "Transcript (.md)"))
+        items.append(Download("report", f"{base}/report.html", "Report (.html)"))
     if status == "completed" and debate.format == "panel":
         items.append(Download("workspace", f"{base}/workspace.zip", "Workspace (.zip)"))
     if status == "completed" and debate.format == "duel" and debate.topic_type == "plan":
@@ -233,6 +371,8 @@ def build_view(
         last_event_id=last_event_id if active else None,
         # A seat left on its provider's default shows the model its turns actually used.
         models_used={row.role: row.model for row in rows},
+        progress=progress_of(debate, groups),
+        scorecard=scorecard_of(rows),
     )
 
 
@@ -247,6 +387,10 @@ class DebateView:
     live: bool
     last_event_id: str | None
     models_used: dict[str, str] = field(default_factory=dict)
+    progress: Progress | None = None
+    # The judge's verdict at a glance, for a format with a judge: part of the body, so the
+    # stream's final swap shows it the moment the debate ends.
+    scorecard: Scorecard | None = None
 
     def seat_model(self, seat: Seat) -> str:
         return seat.model or self.models_used.get(seat.role) or "default model"

@@ -32,8 +32,10 @@ Argue = Callable[..., CliResult]
 
 
 @pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """The data folder (the root conftest already points ARGUE_HOME here)."""
+def home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, database_url: str | None) -> Path:
+    """The data folder (the root conftest already points ARGUE_HOME here); the database is
+    in it, or, for a test marked both_databases, also the PostgreSQL one in
+    ARGUE_DATABASE_URL."""
     path = tmp_path / "argue-home"
     monkeypatch.setenv("ARGUE_HOME", str(path))
     return path

@@ -27,12 +27,13 @@ def test_list_is_a_table_newest_first(fake: FakeLLMServer, argue: Argue) -> None
     assert result.code == 0
     header, *rows = result.out.strip().splitlines()
     assert header.split() == [
-        "id", "date", "format", "status", "converged", "rounds", "tokens", "topic"
+        "id", "date", "format", "status", "converged", "rounds", "tokens", "cost", "topic"
     ]  # fmt: skip
     assert [row.split()[0] for row in rows] == [second, first]
     cells = rows[1].split()
     assert cells[3:7] == ["duel", "completed", "yes", "3/3"]
     assert int(cells[7]) > 0
+    assert cells[8] == "unknown"  # the seats run gpt-test, which has no price
     assert rows[0].endswith("…")  # a long topic is cut
 
 

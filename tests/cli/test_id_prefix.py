@@ -16,6 +16,9 @@ from app.models import Debate
 from app.spec import DebateSpec, Seat
 from tests.cli.conftest import Argue
 
+# Each test runs on SQLite and on PostgreSQL (tests/conftest.py).
+pytestmark = pytest.mark.both_databases
+
 SPEC = DebateSpec(
     topic="Is SQLite enough?",
     seats=(

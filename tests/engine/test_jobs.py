@@ -29,6 +29,9 @@ from app.providers.registry import provider_statuses
 from tests.conftest import fake_settings
 from tests.fakes.llm_server import FakeLLMServer
 
+# Each test runs on SQLite and on PostgreSQL (tests/conftest.py).
+pytestmark = pytest.mark.both_databases
+
 WAIT_SECONDS = 10.0
 ALPHA, BRAVO, CHARLIE = "Alpha question", "Bravo question", "Charlie question"
 

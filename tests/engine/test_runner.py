@@ -99,6 +99,7 @@ async def test_panel_claims_run_concurrently_and_cost_the_slowest_call(
     assert phases[-1] == "judgement"
 
 
+@pytest.mark.both_databases
 async def test_every_turn_is_saved_before_it_is_announced(
     engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer
 ) -> None:
@@ -130,6 +131,7 @@ async def test_every_turn_is_saved_before_it_is_announced(
     assert streamed == saved
 
 
+@pytest.mark.both_databases
 async def test_failed_turn_keeps_the_providers_message_and_the_turns_before_it(
     engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer
 ) -> None:
@@ -147,6 +149,7 @@ async def test_failed_turn_keeps_the_providers_message_and_the_turns_before_it(
     assert status(engine, debate_id) == "failed"
 
 
+@pytest.mark.both_databases
 async def test_resume_reruns_only_the_unfinished_turns(
     engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer
 ) -> None:
@@ -169,6 +172,7 @@ async def test_resume_reruns_only_the_unfinished_turns(
     assert rerun == len(after) - len(before)  # only unfinished turns were asked again
 
 
+@pytest.mark.both_databases
 async def test_cancel_stops_the_debate_and_keeps_completed_turns(
     engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer
 ) -> None:
@@ -200,6 +204,7 @@ async def test_cancel_stops_the_debate_and_keeps_completed_turns(
     assert hub.has_ended(debate_id)
 
 
+@pytest.mark.both_databases
 async def test_token_budget_stops_the_debate_with_a_clear_reason(
     engine: Engine, hub: EventHub, fake_llm: FakeLLMServer, tmp_path: Any
 ) -> None:
@@ -216,6 +221,7 @@ async def test_token_budget_stops_the_debate_with_a_clear_reason(
     assert len(turns(engine, debate_id)) == 2
 
 
+@pytest.mark.both_databases
 @pytest.mark.parametrize("fmt", ["duel", "panel"])
 async def test_concurrent_debates_all_complete(
     engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer, fmt: str

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy.engine import Engine
 
 from app import store
 from app.db import session_scope
 from app.spec import DebateSpec, Seat
+
+pytestmark = pytest.mark.both_databases
 
 SEATS = (
     Seat(role="claude", label="Claude", provider="anthropic"),

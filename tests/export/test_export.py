@@ -80,7 +80,9 @@ def test_transcript_holds_the_exchange_in_reading_order() -> None:
     round_one = text.split("## Round 1\n\n", 1)[1].split("\n\n## Round 2", 1)[0]
     assert round_one == (
         "### Round 1 · opening · Claude (local:smollm2)\n\nSQLite: one file, zero operations.\n\n"
-        "### Round 1 · opening · Gemini (local:smollm2)\n\nPostgres: it scales with the team."
+        "_Cost: $0.00 · 0 in / 0 out tokens_\n\n"
+        "### Round 1 · opening · Gemini (local:smollm2)\n\nPostgres: it scales with the team.\n\n"
+        "_Cost: $0.00 · 0 in / 0 out tokens_"
     )
 
 

@@ -1,5 +1,5 @@
 """With a credential configured, every page, stream, download, API call and the docs need
-it (only /healthz, the static files and the login page do not); a Bearer token, the login
+it (only /healthz, the static files, the icon and the login page do not); a Bearer token, the login
 page's session cookie and HTTP Basic each let a caller in, and a wrong one does not."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from app.web.signin import SignInLimiter
 from tests.security.conftest import PASSWORD, TOKEN, USER, bearer, running, with_access
 from tests.security.test_headers import assert_secured
 
-OPEN = {"/healthz", "/login", "/logout"}
+OPEN = {"/healthz", "/readyz", "/login", "/logout", "/favicon.ico"}
 
 
 def protected_routes(app: FastAPI) -> list[tuple[str, str]]:
@@ -42,7 +42,7 @@ def protected_routes(app: FastAPI) -> list[tuple[str, str]]:
             continue
         if route.path.startswith("/static/"):  # open, like the static mount (the vendored htmx)
             continue
-        path = route.path.replace("{debate_id}", "d0")
+        path = route.path.replace("{debate_id}", "d0").replace("{other_id}", "d1")
         assert "{" not in path, f"a new path parameter in {route.path}: give it a value here"
         cases += [(method, path) for method in sorted(route.methods or ()) if method != "HEAD"]
     return cases

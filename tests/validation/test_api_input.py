@@ -10,6 +10,9 @@ from fastapi.testclient import TestClient
 
 from app.debates import MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_FILES, MAX_TOPIC_CHARS
 
+# Each test runs on SQLite and on PostgreSQL (tests/conftest.py).
+pytestmark = pytest.mark.both_databases
+
 
 def refused(client: TestClient, **request: Any) -> list[dict[str, Any]]:
     response = client.post("/api/debates", **request)

@@ -10,6 +10,9 @@ from sqlalchemy.engine import Engine
 
 from tests.web.test_routes import seed_debates
 
+# Each test runs on SQLite and on PostgreSQL (tests/conftest.py).
+pytestmark = pytest.mark.both_databases
+
 
 @pytest.fixture
 def two_pages(client: TestClient) -> TestClient:

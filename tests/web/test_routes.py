@@ -21,6 +21,9 @@ from app.web.render import markdown_html
 from tests.fakes.llm_server import FakeLLMServer
 from tests.web.conftest import start_duel, wait_for_debate
 
+# Each test runs on SQLite and on PostgreSQL (tests/conftest.py).
+pytestmark = pytest.mark.both_databases
+
 
 def form_fields(**overrides: str) -> dict[str, str]:
     fields = {

@@ -1,0 +1,222 @@
+"""Leases on debates: which worker runs a debate, until when, and the fencing token that
+proves it on every write (``ARGUE_RUN_DEBATES=workers``, PostgreSQL).
+
+A worker takes a debate with one conditional UPDATE, which succeeds only when the debate is
+queued or running and no live lease is held on it (none, or one expired by the database's
+clock). Taking it adds one to the debate's ``lease_token``: the value the worker gets back is
+its fencing token. The worker renews the lease well before it expires; a worker that dies
+or freezes stops renewing, the lease runs out, and another worker may take the debate,
+which raises the token again.
+
+Every write a worker makes about a debate (a turn, its end) begins, in the same transaction,
+with ``hold``: an UPDATE of the debate's row on the condition that the token is still the
+worker's. The row lock it takes orders the write against any take-over: either the write
+commits before the new worker's token exists, or it finds the token changed and is refused
+(``LeaseLost``). So a worker that was paused past its lease (SIGSTOP, a long GC pause, a
+network partition) and wakes up can write nothing; ``Fence`` also keeps it from publishing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import cache
+from typing import Any
+
+from sqlalchemy import Interval, bindparam, func, literal, or_, select, text, update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from app.db import session_scope
+from app.models import ACTIVE_STATUSES, Debate
+
+_debates: Any = Debate.__table__  # type: ignore[attr-defined]
+
+
+class LeaseLost(Exception):
+    """Another worker took the debate over: this one must write and publish nothing more."""
+
+
+@dataclass(frozen=True)
+class Lease:
+    debate_id: str
+    holder: str
+    token: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Why a debate could not be taken: it is not queued or running (``status``), or a live
+    lease is held on it (``holder``, ending in ``seconds_left``)."""
+
+    status: str | None
+    holder: str | None = None
+    seconds_left: float = 0.0
+
+
+def _expiry(seconds: float) -> Any:
+    return func.now() + literal(timedelta(seconds=seconds), Interval())
+
+
+def take(session: Session, *, debate_id: str, holder: str, seconds: float) -> Lease | Refused:
+    """Take the debate for ``seconds`` and mark it running, if it is queued or running and
+    no live lease is held on it."""
+    taken = (
+        session.connection()
+        .execute(
+            update(_debates)
+            .where(
+                _debates.c.id == debate_id,
+                _debates.c.status.in_(ACTIVE_STATUSES),
+                or_(
+                    _debates.c.lease_expires_at.is_(None), _debates.c.lease_expires_at < func.now()
+                ),
+            )
+            .values(
+                lease_token=_debates.c.lease_token + 1,
+                lease_holder=holder,
+                lease_expires_at=_expiry(seconds),
+                status="running",
+                status_reason=None,
+                started_at=func.coalesce(_debates.c.started_at, func.now()),
+                finished_at=None,
+            )
+            .returning(_debates.c.lease_token)
+        )
+        .scalar()
+    )
+    if taken is not None:
+        return Lease(debate_id=debate_id, holder=holder, token=int(taken), seconds=seconds)
+    row = (
+        session.connection()
+        .execute(
+            select(
+                _debates.c.status,
+                _debates.c.lease_holder,
+                func.extract("epoch", _debates.c.lease_expires_at - func.now()),
+            ).where(_debates.c.id == debate_id)
+        )
+        .one_or_none()
+    )
+    if row is None:
+        return Refused(status=None)
+    status, current, left = row
+    if status not in ACTIVE_STATUSES:
+        return Refused(status=status)
+    return Refused(status=status, holder=current, seconds_left=max(float(left or 0.0), 0.0))
+
+
+@cache
+def _hold_statement() -> Any:
+    # Built once, on first use: every turn write of a worker runs it.
+    return (
+        update(_debates)
+        .where(
+            _debates.c.id == bindparam("debate_id"), _debates.c.lease_token == bindparam("token")
+        )
+        .values(lease_token=_debates.c.lease_token)
+        .returning(_debates.c.status)
+    )
+
+
+def hold(session: Session, *, lease: Lease) -> str:
+    """Lock the debate's row for this transaction if ``lease`` still holds it; its status.
+
+    Call first in the transaction of any write made under the lease. Raises ``LeaseLost``
+    when another worker has taken the debate since."""
+    connection = session.connection()
+    if connection.dialect.name == "postgresql":
+        # A worker frozen in the middle of this transaction would keep the row locked, and
+        # the worker taking over would wait on it forever: the server ends such a session.
+        idle_ms = max(int(lease.seconds * 1000), 1000)
+        connection.execute(text(f"SET LOCAL idle_in_transaction_session_timeout = {idle_ms}"))
+    status = connection.execute(
+        _hold_statement(), {"debate_id": lease.debate_id, "token": lease.token}
+    )
+    found = status.scalar()
+    if found is None:
+        raise LeaseLost(f"debate {lease.debate_id}: lease {lease.token} was taken over")
+    return str(found)
+
+
+def renew(session: Session, *, lease: Lease) -> str | None:
+    """Extend the lease by its length; the debate's status, or None when it was lost."""
+    status = (
+        session.connection()
+        .execute(
+            update(_debates)
+            .where(_debates.c.id == lease.debate_id, _debates.c.lease_token == lease.token)
+            .values(lease_expires_at=_expiry(lease.seconds))
+            .returning(_debates.c.status)
+        )
+        .scalar()
+    )
+    return None if status is None else str(status)
+
+
+def release(session: Session, *, lease: Lease) -> bool:
+    """Give the debate up so another worker may take it at once; False if already lost."""
+    released = session.connection().execute(
+        update(_debates)
+        .where(_debates.c.id == lease.debate_id, _debates.c.lease_token == lease.token)
+        .values(lease_holder=None, lease_expires_at=None)
+    )
+    return bool(released.rowcount)
+
+
+class Fence:
+    """A worker's lease on one debate while it runs it: checked in every write's transaction
+    (``check``), renewed by the worker's keeper (``renew``), and asked before each event is
+    published (``may_publish``).
+
+    ``may_publish`` trusts the lease without asking the database until a local deadline:
+    the lease's length measured from just before the last successful renewal was sent, so
+    always earlier than the expiry the database holds. Past it (the keeper was late, or the
+    process was frozen), it renews first and publishes nothing if the lease is gone."""
+
+    def __init__(self, engine: Engine, lease: Lease, *, taken_at: float) -> None:
+        self.engine = engine
+        self.lease = lease
+        self.lost = False
+        self._trusted_until = taken_at + lease.seconds
+
+    @property
+    def debate_id(self) -> str:
+        return self.lease.debate_id
+
+    def check(self, session: Session) -> str:
+        """``hold`` in the caller's transaction; remembers a loss."""
+        try:
+            return hold(session, lease=self.lease)
+        except LeaseLost:
+            self.lost = True
+            raise
+
+    def renew(self) -> str | None:
+        """Renew in a transaction of its own (blocking: run it in a thread); the debate's
+        status, or None once the lease is lost."""
+        if self.lost:
+            return None
+        sent_at = time.monotonic()
+        with session_scope(self.engine) as session:
+            status = renew(session, lease=self.lease)
+        if status is None:
+            self.lost = True
+        else:
+            self._trusted_until = sent_at + self.lease.seconds
+        return status
+
+    def may_publish(self) -> bool:
+        if self.lost:
+            return False
+        if time.monotonic() < self._trusted_until:
+            return True
+        return self.renew() is not None
+
+    def release(self) -> bool:
+        if self.lost:
+            return False
+        with session_scope(self.engine) as session:
+            return release(session, lease=self.lease)

@@ -1,0 +1,38 @@
+"""Workers mode refuses, saying what to set, to start on a database that cannot hold the
+queue (SQLite, the default): ``argue worker`` exits, and a web node in workers mode does not
+start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.cli.main import main
+from app.debate_queue import QueueUnavailable
+from app.web.app import create_app
+from tests.conftest import fake_settings
+from tests.fakes.llm_server import FakeLLMServer
+from tests.web.conftest import http_providers
+
+
+def test_argue_worker_on_sqlite_says_it_needs_postgresql(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["worker", "--concurrency", "2"])
+
+    assert code == 2
+    error = capsys.readouterr().err
+    assert "need PostgreSQL" in error
+    assert "ARGUE_DATABASE_URL=postgresql://" in error
+
+
+def test_a_web_node_in_workers_mode_on_sqlite_does_not_start(
+    fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    settings = fake_settings(fake_llm, tmp_path / "home", run_debates="workers")
+    app = create_app(settings, providers=http_providers(settings))
+
+    with pytest.raises(QueueUnavailable, match="need PostgreSQL"), TestClient(app):
+        pass
