@@ -161,6 +161,18 @@ class DebateRequest(BaseModel):
         description="The most the debate may spend, in US dollars at list prices; it stops "
         "once that is spent (checked between turns). Every seat's model needs a price.",
     )
+    blind_judge: bool = Field(
+        default=False,
+        description="Panel: the judge sees the sides as Side 1/Side 2 and the debaters by "
+        "number, never pro/con or model names; its marks are read back to pro/con. "
+        "The duel (no scores) ignores it.",
+    )
+    swap_judge: bool = Field(
+        default=False,
+        description="Panel: the judge judges a second time with the sides shown in the other "
+        "order; the page and reports say whether both put the same side ahead. "
+        "The duel (no scores) ignores it.",
+    )
 
     @field_validator("topic")
     @classmethod
@@ -259,6 +271,8 @@ def prepare(
         seed=request.seed,
         history=request.history,
         budget_usd=request.budget_usd,
+        blind_judge=request.blind_judge,
+        swap_judge=request.swap_judge,
     )
     return PreparedDebate(spec=spec, notes=tuple(notes))
 

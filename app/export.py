@@ -50,10 +50,13 @@ from markdown_it.token import Token
 
 from app.endings import ended_early_note
 from app.formats.followups import FOLLOWUP, followup_number
+from app.formats.judging import seat_warnings
 from app.formats.language import JAPANESE, detect_language
+from app.formats.panel import SWAP_JUDGEMENT
 from app.models import Debate, Turn
 from app.pricing import ModelUse, PriceTable, bundled_table, money, total
 from app.scorecard import Mark, scorecard_of
+from app.spec import Seat
 
 __all__ = [
     "DUEL_MESSAGE_PHASES",
@@ -85,7 +88,7 @@ PANEL_CLAIM_ROLES = (
     "con_codex",
 )
 _PANEL_SUMMARY_FILES = {"pro_summarizer": "pro_summary.md", "con_summarizer": "con_summary.md"}
-_PANEL_PHASE_ORDER = ("claim", "summary", "judgement")
+_PANEL_PHASE_ORDER = ("claim", "summary", "judgement", SWAP_JUDGEMENT)
 _PANEL_ROLE_ORDER = (*PANEL_CLAIM_ROLES, "pro_summarizer", "con_summarizer", "judge")
 _DUEL_ROLE_ORDER = ("claude", "gemini")
 
@@ -247,8 +250,24 @@ def _transcript_header(debate: Debate, turns: Sequence[Turn]) -> str:
         f"- **Status**: {status}",
         f"- **Rounds**: {_rounds(debate)}",
         *_seat_list(debate, turns),
+        *(f"- **Warning**: {_one_line(warning)}" for warning in judge_warnings(debate)),
     ]
     return "\n".join(lines)
+
+
+def judge_warnings(debate: Debate) -> tuple[str, ...]:
+    """``app.formats.judging``'s warnings for the debate's seats as saved; none for a debate
+    saved before its seats were kept (its turns do not say which seat judges)."""
+    seats = tuple(
+        Seat(
+            role=str(seat.get("role") or ""),
+            label=str(seat.get("label") or seat.get("role") or ""),
+            provider=str(seat.get("provider") or ""),
+        )
+        for seat in debate.spec_json.get("seats") or ()
+        if isinstance(seat, dict)
+    )
+    return seat_warnings(debate.format, seats) if seats else ()
 
 
 def _cost_line(turns: Sequence[Turn], prices: PriceTable) -> str:
@@ -497,11 +516,36 @@ def final_report_markdown(debate: Debate, turns: Sequence[Turn], *, date: Date) 
         f"# {words.title}: {debate.topic}\n\n"
         f"**{words.topic}**: {words.quoted_topic.format(topic=debate.topic)}\n\n"
         f"**{words.date}**: {when} / **{words.workspace}**: {workspace_name(debate)}/",
+        *(f"**Warning**: {_one_line(warning)}" for warning in judge_warnings(debate)),
         _claims_section(words, by_role),
         _summaries_section(words, by_role),
         *_judgement_sections(words, debate, by_role.get("judge")),
     ]
+    if debate.spec_json.get("blind_judge"):
+        parts[-2] += (
+            "\n\n**Blind judge**: the judge saw the sides as Side 1 and Side 2 and the "
+            f"debaters by number; its marks are read back to {words.pro} and {words.con}."
+        )
+    agreement = _agreement(words, by_role.get("judge"), _swapped_judgement(turns))
+    if agreement:
+        parts[-2] += f"\n\n{agreement}"
     return "\n\n".join(parts) + "\n"
+
+
+def _swapped_judgement(turns: Iterable[Turn]) -> Turn | None:
+    """The judgement made with the sides shown the other way round (latest completed)."""
+    swapped = [t for t in turns if t.phase == SWAP_JUDGEMENT and t.status == "completed"]
+    return max(swapped, key=lambda t: t.seq or 0) if swapped else None
+
+
+def _agreement(words: _Words, judge: Turn | None, swapped: Turn | None) -> str:
+    """Whether the judge, shown the sides in both orders, put the same side ahead; the table
+    above is the first judgement's."""
+    if judge is None or swapped is None or judge.status != "completed":
+        return ""
+    card = scorecard_of([judge, swapped])
+    sentence = card.agreement_sentence(pro=words.pro, con=words.con) if card else None
+    return f"**Judged twice, sides swapped**: {sentence}" if sentence else ""
 
 
 def _last_by_role(turns: Iterable[Turn]) -> dict[str, Turn]:
@@ -509,7 +553,7 @@ def _last_by_role(turns: Iterable[Turn]) -> dict[str, Turn]:
     attempt, preferring a completed one."""
     chosen: dict[str, Turn] = {}
     for turn in sorted(turns, key=lambda t: t.seq or 0):
-        if turn.phase == FOLLOWUP:
+        if turn.phase in (FOLLOWUP, SWAP_JUDGEMENT):  # the second judgement is shown apart
             continue
         current = chosen.get(turn.role)
         if current is None or turn.status == "completed" or current.status != "completed":

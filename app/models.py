@@ -63,6 +63,14 @@ class Debate(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    # The lease of the worker running the debate (``app.leases``; ARGUE_RUN_DEBATES=workers).
+    lease_token: int = Field(
+        default=0,
+        sa_column_kwargs={"server_default": "0"},
+        description="Fencing token: grows by one each time a worker takes the debate.",
+    )
+    lease_holder: str | None = Field(default=None, max_length=128)
+    lease_expires_at: datetime | None = None
 
 
 class Turn(SQLModel, table=True):
@@ -95,3 +103,57 @@ class Turn(SQLModel, table=True):
     latency_ms: int = 0
     started_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime = Field(default_factory=utcnow)
+
+
+class EvalRun(SQLModel, table=True):
+    """One ``argue eval``: the task's questions as asked, the conditions and their seats.
+
+    The questions are kept whole so a resumed run asks exactly what was asked before, even
+    when the task's file has changed or gone since."""
+
+    __tablename__ = "eval_run"
+    __table_args__ = (Index("ix_eval_run_created", "created_at"),)
+
+    id: str = Field(primary_key=True, max_length=32)
+    task: str = Field(max_length=255)
+    seed: int = 0
+    rounds: int = 2
+    samples: int = Field(default=3, description="Majority's k when no debate sets it.")
+    conditions: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    seats: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    questions: list[dict[str, Any]] = Field(
+        default_factory=list, sa_column=Column(JSON, nullable=False)
+    )
+    status: str = Field(default="running", max_length=16)
+    status_reason: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+
+
+class EvalItem(SQLModel, table=True):
+    """One question answered under one condition of an eval run."""
+
+    __tablename__ = "eval_item"
+    __table_args__ = (
+        UniqueConstraint("run_id", "item_index", "condition", name="uq_eval_item"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(foreign_key="eval_run.id", index=True, max_length=32)
+    item_index: int
+    condition: str = Field(max_length=32)
+    question: str
+    expected: str
+    answer: str | None = Field(default=None, description="The parsed answer; None: unparsable.")
+    reply: str = Field(default="", description="The text the answer was read from.")
+    correct: bool = False
+    unparsable: bool = False
+    debate_id: str | None = Field(default=None, max_length=32)
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: str | None = Field(
+        default=None, max_length=32, description="Exact decimal text; None: a model unpriced."
+    )
+    seconds: float = 0.0
+    created_at: datetime = Field(default_factory=utcnow)

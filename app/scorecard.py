@@ -6,15 +6,21 @@ a turn saved without one is parsed from its text). A grade or score the judge's 
 not let us read is ``None``, shown as "could not be read"; ``readable`` is False when any
 part of the answer could not be read. The side ahead is the one with the higher overall
 score, or, when a score is missing, the better overall grade; equal marks are even.
+
+A judge asked to judge twice with the sides shown in the other order (the panel's
+``swap_judge``) leaves a second verdict: the scorecard stays the first judgement's (the sides
+in their usual order, pro first), the second is kept beside it (``second``) and
+``agreement_sentence`` says whether both put the same side ahead, with both sets of scores.
 Pure: turns in, values out, for the debate page, the HTML report and the Markdown report.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
+from app.formats.panel import SWAP_JUDGEMENT
 from app.formats.verdicts import CRITERIA, parse_judgement
 
 __all__ = ["UNREAD", "Mark", "ScoreRow", "Scorecard", "scorecard_of"]
@@ -63,6 +69,8 @@ class Scorecard:
     pro_overall: Mark
     con_overall: Mark
     readable: bool
+    # The same judge's verdict with the sides shown the other way round (con first), if asked.
+    second: Scorecard | None = None
 
     @property
     def anything_read(self) -> bool:
@@ -93,6 +101,35 @@ class Scorecard:
         side, first, second = (pro, *marks) if leader == "pro" else (con, *reversed(marks))
         return f"{side} is ahead: {first} to {second}."
 
+    def agreement_sentence(self, *, pro: str = "Pro", con: str = "Con") -> str | None:
+        """Whether the two judgements (pro shown first, then con shown first) put the same
+        side ahead, with both scores; None when the judge judged once."""
+        second = self.second
+        if second is None:
+            return None
+        names = {"pro": pro, "con": con}
+        scores = (
+            f"{pro} shown first: {pro} {_shown(self.pro_overall)}, {con} "
+            f"{_shown(self.con_overall)}; {con} shown first: {pro} "
+            f"{_shown(second.pro_overall)}, {con} {_shown(second.con_overall)}"
+        )
+        first_leader, second_leader = self.leader, second.leader
+        if first_leader is None or second_leader is None:
+            return f"Whether the two judgements agree {UNREAD} ({scores})."
+        if first_leader == second_leader:
+            agreed = (
+                "even in both" if first_leader == "even" else f"{names[first_leader]} ahead in both"
+            )
+            return f"The two judgements agree: {agreed} ({scores})."
+
+        def ahead(leader: Leader) -> str:
+            return "even" if leader == "even" else f"{names[leader]} ahead"
+
+        return (
+            f"The two judgements disagree: {ahead(first_leader)} with {pro} shown first, "
+            f"{ahead(second_leader)} with {con} shown first ({scores})."
+        )
+
 
 def _compare(pro: float, con: float) -> Leader:
     if pro == con:
@@ -108,15 +145,29 @@ def judgement_verdict(turn: JudgedTurn) -> dict[str, Any]:
     verdict = turn.verdict
     if isinstance(verdict, dict) and isinstance(verdict.get("criteria"), list):
         return verdict
-    return parse_judgement(turn.text)
+    return parse_judgement(turn.text, first="con" if turn.phase == SWAP_JUDGEMENT else "pro")
+
+
+def _last_completed(turns: list[JudgedTurn], phase: str) -> JudgedTurn | None:
+    judged = [turn for turn in turns if turn.phase == phase and turn.status == "completed"]
+    return judged[-1] if judged else None
 
 
 def scorecard_of(turns: Iterable[JudgedTurn]) -> Scorecard | None:
-    """The scorecard of the last completed judgement among ``turns``; None without one."""
-    judged = [turn for turn in turns if turn.phase == "judgement" and turn.status == "completed"]
-    if not judged:
+    """The scorecard of the last completed judgement among ``turns``; None without one.
+    A completed judgement with the sides swapped is attached as its ``second``."""
+    turns = list(turns)
+    judged = _last_completed(turns, "judgement")
+    if judged is None:
         return None
-    verdict = judgement_verdict(judged[-1])
+    swapped = _last_completed(turns, SWAP_JUDGEMENT)
+    card = _card(judgement_verdict(judged))
+    if swapped is None:
+        return card
+    return replace(card, second=_card(judgement_verdict(swapped)))
+
+
+def _card(verdict: dict[str, Any]) -> Scorecard:
     given = {
         str(item.get("name")): item
         for item in verdict.get("criteria") or ()

@@ -47,6 +47,7 @@ PHASES = (
     "claim",
     "summary",
     "judgement",
+    "swap_judgement",
     "followup",
 )
 
@@ -115,6 +116,12 @@ class DebateSpec:
     # What the debate may spend, in US dollars (``app.pricing``); None: no limit. The runner
     # keeps to it; formats never read it.
     budget_usd: Decimal | None = None
+    # Controls for a judge's bias, for a format whose judge scores the sides (the panel;
+    # the duel's synthesizer gives no scores, so it ignores both). ``blind_judge``: the judge
+    # sees the sides and debaters by neutral names only; ``swap_judge``: it judges a second
+    # time with the sides shown in the other order.
+    blind_judge: bool = False
+    swap_judge: bool = False
 
     def seat(self, role: str) -> Seat:
         for seat in self.seats:

@@ -68,6 +68,9 @@ def spec_from_json(data: dict[str, Any]) -> DebateSpec:
         seed=data.get("seed"),
         history=bool(data.get("history", False)),
         budget_usd=None if data.get("budget_usd") is None else Decimal(str(data["budget_usd"])),
+        # Absent from debates saved before these options existed: off.
+        blind_judge=bool(data.get("blind_judge", False)),
+        swap_judge=bool(data.get("swap_judge", False)),
     )
 
 

@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "ask": ("app.cli.ask", "stream one reply from one provider: the smallest proof of a seat"),
     "assets": ("app.cli.assets", "fetch and check the pinned htmx files for ARGUE_ASSETS=local"),
     "worker": ("app.cli.worker", "run queued debates (ARGUE_RUN_DEBATES=workers, PostgreSQL)"),
+    "eval": ("app.cli.eval", "measure whether debating helps: accuracy per condition"),
 }
 
 

@@ -64,6 +64,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(checked between turns; every seat's model needs a price)",
     )
     parser.add_argument(
+        "--blind-judge",
+        action="store_true",
+        help="panel: the judge sees 'Side 1'/'Side 2' and numbered debaters, never pro/con "
+        "or model names; its marks are read back to pro/con",
+    )
+    parser.add_argument(
+        "--swap-judge",
+        action="store_true",
+        help="panel: the judge judges again with the sides' order swapped; the report says "
+        "whether both verdicts agree",
+    )
+    parser.add_argument(
         "--seat",
         action="append",
         default=[],
@@ -150,6 +162,8 @@ def build_request(args: argparse.Namespace, *, topic: str, topic_type: str) -> D
             model=args.model,
             history=args.history,
             budget_usd=_budget(args.budget_usd),
+            blind_judge=getattr(args, "blind_judge", False),
+            swap_judge=getattr(args, "swap_judge", False),
         )
     except ValidationError as error:
         raise UsageError(_validation_message(error)) from error
@@ -179,6 +193,7 @@ def start(request: DebateRequest, *, paths: Sequence[str], as_json: bool) -> int
     from app.cli.session import drive, open_context
     from app.cli.terminal import TerminalView
     from app.context import read_context_files
+    from app.formats.judging import same_provider_warnings
     from app.pricing import price_table
     from app.providers.registry import provider_statuses
 
@@ -206,6 +221,8 @@ def start(request: DebateRequest, *, paths: Sequence[str], as_json: bool) -> int
     print(f"Seats: {debate.seats_summary}", file=out)
     for note in prepared.notes:
         print(f"Note: {note}", file=out)
+    for warning in same_provider_warnings(spec):
+        print(f"Warning: {warning}", file=out)
     if spec.context:
         print(f"Context: {', '.join(item.path for item in spec.context)}", file=out)
     if skipped:
@@ -243,7 +260,9 @@ def finish(
     exit code."""
     from app import store
     from app.db import session_scope
+    from app.formats.judging import same_provider_warnings
     from app.pricing import price_table
+    from app.scorecard import scorecard_of
     from app.spending import debate_total
 
     prices = price_table(context.settings.data_dir)
@@ -252,6 +271,7 @@ def finish(
         assert debate is not None
         spec = store.debate_spec(debate)
         spent = debate_total(session, prices=prices, debate_id=debate_id)
+        card = scorecard_of(store.turns_of(session, debate_id=debate_id))
         summary = {
             "id": debate.id,
             "status": debate.status,
@@ -272,6 +292,9 @@ def finish(
             "outputs": debate.outputs,
             "files_error": result.files_error,
             "notes": list(notes),
+            "warnings": list(same_provider_warnings(spec)),
+            # Judged twice with the sides swapped: whether both verdicts agree (else None).
+            "agreement": card.agreement_sentence() if card is not None else None,
             "skipped_paths": list(spec.skipped_paths),
         }
         done = len(store.completed_turns(session, debate_id=debate_id))
@@ -296,6 +319,8 @@ def _report(summary: dict[str, Any], done: int, out: TextIO, style: Style) -> No
         )
         print((summary["synthesis"] or "(no synthesis)").strip(), file=out)
         print(file=out)
+        if summary.get("agreement"):
+            print(summary["agreement"], file=out)
         _report_files(summary, out)
     elif status == "cancelled":
         print(

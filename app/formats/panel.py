@@ -9,13 +9,22 @@ Turns, by key (``r<round>.<phase>.<role>``); a line is one batch, run in paralle
                                                  passed through verbatim
     r3.judgement.judge                           sees only the two summaries; verdict = grades,
                                                  scores and synthesis (see verdicts.py)
+    r3.swap_judgement.judge                      only with ``spec.swap_judge``, in the same
+                                                 batch: the same judge, the sides shown in the
+                                                 other order (con first), its verdict read
+                                                 back to pro/con; it does not replace the first
     q<n>.followup.{pro_claude,con_claude,judge}  follow-up question n, once asked: one debater
                                                  per side and the judge (followups.py)
 
 ``spec.rounds``, ``spec.seed`` and ``spec.context`` do not apply to the panel.
 The panel's three phases are its rounds: a finished panel has ``rounds_run`` 3. It has no
 notion of convergence (``converged`` None); its synthesis is the judge's 止揚 section, or the
-whole judgement when that section cannot be found.
+whole judgement when that section cannot be found (always the first judgement's).
+
+``spec.blind_judge``: the judge sees no names. Its summaries are written with the debaters as
+"Debater 1..3" and the side unnamed (the summarizers are told so); its prompt names the sides
+"Side 1"/"Side 2" by the order shown. Its verdict is read back to pro/con from that order, so
+stored verdicts, scorecards and reports always speak of pro and con.
 """
 
 from __future__ import annotations
@@ -28,7 +37,17 @@ from app.formats.language import Language, detect_language
 from app.formats.verdicts import parse_judgement
 from app.spec import CompletedTurn, DebateSpec, Message, Outcome, Seat, TurnPlan
 
-__all__ = ["CON_DEBATERS", "FORMAT", "JUDGE", "PRO_DEBATERS", "SUMMARIZERS", "Panel"]
+__all__ = [
+    "CON_DEBATERS",
+    "FORMAT",
+    "JUDGE",
+    "JUDGEMENT_KEY",
+    "PRO_DEBATERS",
+    "SUMMARIZERS",
+    "SWAP_JUDGEMENT",
+    "SWAP_JUDGEMENT_KEY",
+    "Panel",
+]
 
 SIDES = ("pro", "con")
 _MODELS = (("claude", "Claude", "anthropic"), ("gemini", "Gemini", "gemini"),
@@ -38,6 +57,9 @@ CON_DEBATERS = tuple(f"con_{name}" for name, _, _ in _MODELS)
 DEBATERS = {"pro": PRO_DEBATERS, "con": CON_DEBATERS}
 SUMMARIZERS = {"pro": "pro_summarizer", "con": "con_summarizer"}
 JUDGE = "judge"
+SWAP_JUDGEMENT = "swap_judgement"
+# The side each judgement is shown first, by its phase.
+_SHOWN_FIRST = {"judgement": "pro", SWAP_JUDGEMENT: "con"}
 
 _DEFAULT_SEATS: tuple[Seat, ...] = (
     *(
@@ -54,6 +76,10 @@ _DEFAULT_LABELS = {seat.role: seat.label for seat in _DEFAULT_SEATS}
 
 def _key(round_number: int, phase: str, role: str) -> str:
     return f"r{round_number}.{phase}.{role}"
+
+
+JUDGEMENT_KEY = _key(3, "judgement", JUDGE)
+SWAP_JUDGEMENT_KEY = _key(3, SWAP_JUDGEMENT, JUDGE)
 
 
 def _label(spec: DebateSpec, role: str) -> str:
@@ -83,34 +109,42 @@ def _summary_plan(
     spec: DebateSpec, language: Language, side: str, claims: dict[str, CompletedTurn]
 ) -> TurnPlan:
     role = SUMMARIZERS[side]
-    own = [(_label(spec, debater), claims[debater].text) for debater in DEBATERS[side]]
+    blind = spec.blind_judge
+    own = [
+        (prompts.blind_debater(number) if blind else _label(spec, debater), claims[debater].text)
+        for number, debater in enumerate(DEBATERS[side], start=1)
+    ]
     return TurnPlan(
         key=_key(2, "summary", role),
         role=role,
         phase="summary",
         round=2,
-        system=prompts.summarizer_system(side=side, language=language),
+        system=prompts.summarizer_system(side=side, language=language, blind=blind),
         messages=_user(
-            prompts.summarizer_request(topic=spec.topic, side=side, claims=own, language=language)
+            prompts.summarizer_request(
+                topic=spec.topic, side=side, claims=own, language=language, blind=blind
+            )
         ),
     )
 
 
 def _judge_plan(
-    spec: DebateSpec, language: Language, summaries: dict[str, CompletedTurn]
+    spec: DebateSpec, language: Language, summaries: dict[str, CompletedTurn], phase: str
 ) -> TurnPlan:
     return TurnPlan(
-        key=_key(3, "judgement", JUDGE),
+        key=_key(3, phase, JUDGE),
         role=JUDGE,
-        phase="judgement",
+        phase=phase,
         round=3,
-        system=prompts.judge_system(language),
+        system=prompts.judge_system(language, blind=spec.blind_judge),
         messages=_user(
             prompts.judge_request(
                 topic=spec.topic,
                 pro_summary=summaries["pro"].text,
                 con_summary=summaries["con"].text,
                 language=language,
+                first=_SHOWN_FIRST[phase],
+                blind=spec.blind_judge,
             )
         ),
     )
@@ -152,7 +186,7 @@ def _judgement_of(turn: CompletedTurn) -> dict[str, Any]:
     verdict = turn.verdict
     if isinstance(verdict, dict) and "synthesis" in verdict:
         return verdict
-    return parse_judgement(turn.text)
+    return parse_judgement(turn.text, first=_SHOWN_FIRST.get(turn.phase, "pro"))
 
 
 class Panel:
@@ -189,22 +223,29 @@ class Panel:
         if missing:
             return missing
 
-        judgement = by_key.get(_key(3, "judgement", JUDGE))
-        if judgement is None:
-            return [_judge_plan(spec, language, summaries)]
+        judgement = by_key.get(JUDGEMENT_KEY)
+        phases = ("judgement", SWAP_JUDGEMENT) if spec.swap_judge else ("judgement",)
+        judgements = [
+            _judge_plan(spec, language, summaries, phase)
+            for phase in phases
+            if _key(3, phase, JUDGE) not in by_key
+        ]
+        if judgements or judgement is None:
+            return judgements
         return _followup_plans(spec, done, language, judgement)
 
     def verdict(self, plan: TurnPlan, text: str) -> dict[str, Any] | None:
-        if plan.phase == "judgement":
-            return parse_judgement(text)
+        first = _SHOWN_FIRST.get(plan.phase)
+        if first is not None:
+            return parse_judgement(text, first=first)
         return None
 
     def outcome(self, spec: DebateSpec, done: tuple[CompletedTurn, ...]) -> Outcome:
-        phases = {"claim", "summary", "judgement"}
+        phases = {"claim", "summary", "judgement", SWAP_JUDGEMENT}
         rounds_run = max((turn.round for turn in done if turn.phase in phases), default=0)
         synthesis = ""
         for turn in done:
-            if turn.key == _key(3, "judgement", JUDGE):
+            if turn.key == JUDGEMENT_KEY:
                 judged = str(_judgement_of(turn).get("synthesis") or "").strip()
                 synthesis = judged or turn.text.strip()
         return Outcome(rounds_run=rounds_run, converged=None, synthesis=synthesis)

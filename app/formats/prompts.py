@@ -284,7 +284,30 @@ def debater_request(*, topic: str, side: str, language: Language) -> str:
     )
 
 
-def summarizer_system(*, side: str, language: Language) -> str:
+#: What a blind judge is shown instead of the sides' names, by the order it was shown them
+#: (digits, not letters, which would read as the grades A, B and C); ``verdicts`` reads
+#: them back.
+BLIND_SIDES = ("Side 1", "Side 2")
+
+
+def blind_debater(number: int) -> str:
+    """A debater as a blind judge's summaries name it: by number, never by model or side."""
+    return f"Debater {number}"
+
+
+def summarizer_system(*, side: str, language: Language, blind: bool = False) -> str:
+    if blind:
+        # The summary is all the judge reads: for a blind judge it names no side, model or
+        # provider (the debaters' own words, quoted, are left as they wrote them).
+        return (
+            "You summarize one side of a panel debate. You receive that side's three claims "
+            "exactly as their debaters wrote them. Summarize faithfully: add no arguments of "
+            "your own and do not argue with them. The judge who reads your summary must not "
+            'know who argued what: call the side only "this side" and the debaters only '
+            f"{', '.join(blind_debater(n) for n in (1, 2, 3))}; never say whether this side is "
+            "for or against, and never name a model, a provider or a company.\n\n"
+            f"{write_in(language)}"
+        )
     return (
         f"You summarize the {side.upper()} side of a panel debate. You receive that side's "
         "three claims exactly as their debaters wrote them. Summarize faithfully: add no "
@@ -294,17 +317,24 @@ def summarizer_system(*, side: str, language: Language) -> str:
 
 
 def summarizer_request(
-    *, topic: str, side: str, claims: Sequence[tuple[str, str]], language: Language
+    *,
+    topic: str,
+    side: str,
+    claims: Sequence[tuple[str, str]],
+    language: Language,
+    blind: bool = False,
 ) -> str:
-    """``claims`` are (debater label, claim text), passed through verbatim."""
+    """``claims`` are (debater label, claim text), passed through verbatim. ``blind``: the
+    side is not named (the labels are then the blind ones, ``blind_debater``)."""
     core, unique, strength = summary_headings(language)
     quoted = "\n\n".join(
         f"=== Claim {number}: {label} ===\n{said(text)}"
         for number, (label, text) in enumerate(claims, start=1)
     )
+    side_line = "" if blind else f"Side: {side_name(side, language)}\n"
     return (
         f"Topic: {topic.strip()}\n"
-        f"Side: {side_name(side, language)}\n\n"
+        f"{side_line}\n"
         f"The {len(claims)} claims of this side:\n\n{quoted}\n\n"
         "Write the summary in Markdown with exactly these three sections:\n\n"
         f"## {core}\n<the claims shared by all three debaters>\n\n"
@@ -313,7 +343,18 @@ def summarizer_request(
     )
 
 
-def judge_system(language: Language) -> str:
+def judge_system(language: Language, *, blind: bool = False) -> str:
+    if blind:
+        first, second = BLIND_SIDES
+        return (
+            "You are the judge of a panel debate. You receive two summaries, one of each side, "
+            f"named only {first} and {second} by the order you are shown them: you are not told "
+            "which side argues for the topic or who the debaters are. Judge the arguments alone. "
+            "Score both sides fairly, then write a dialectical synthesis (止揚, Aufhebung): a "
+            "higher-level conclusion that keeps what is right on both sides. This is not a "
+            "winner-takes-all verdict.\n\n"
+            f"{write_in(language)}"
+        )
     return (
         "You are the judge of a panel debate. You receive two summaries, one of the PRO side "
         "and one of the CON side. Score both sides fairly, then write a dialectical synthesis "
@@ -323,26 +364,45 @@ def judge_system(language: Language) -> str:
     )
 
 
-def judge_request(*, topic: str, pro_summary: str, con_summary: str, language: Language) -> str:
+def judge_request(
+    *,
+    topic: str,
+    pro_summary: str,
+    con_summary: str,
+    language: Language,
+    first: str = "pro",
+    blind: bool = False,
+) -> str:
+    """The two summaries, the side ``first`` shown first; ``blind``: the sides named by that
+    order (``BLIND_SIDES``) instead of pro and con."""
+    order = ("pro", "con") if first == "pro" else ("con", "pro")
+    summaries = {"pro": pro_summary, "con": con_summary}
+    if blind:
+        marks = dict(zip(order, BLIND_SIDES, strict=True))
+        headings = marks
+    else:
+        marks = {"pro": "Pro", "con": "Con"}
+        headings = {side: side_name(side, language) for side in order}
+    one, two = (marks[side] for side in order)
     rows = "\n".join(
-        f"{name} | Pro: <A, B or C> — <one-line reason> | Con: <A, B or C> — <one-line reason>"
+        f"{name} | {one}: <A, B or C> — <one-line reason> | {two}: <A, B or C> — <one-line reason>"
         for name in CRITERIA
     )
+    shown = "\n\n".join(f"## {headings[side]} summary\n\n{said(summaries[side])}" for side in order)
     return (
         f"Topic: {topic.strip()}\n\n"
-        f"## {side_name('pro', language)} summary\n\n{said(pro_summary)}\n\n"
-        f"## {side_name('con', language)} summary\n\n{said(con_summary)}\n\n"
+        f"{shown}\n\n"
         "Grade each side A, B or C on each criterion, with a one-line reason; then give each "
         "side an overall grade and a score out of 10; then write the synthesis. Write exactly "
         "this shape:\n\n"
         "SCORES\n"
         f"{rows}\n"
-        "Overall | Pro: <A, B or C> <score>/10 | Con: <A, B or C> <score>/10\n\n"
+        f"Overall | {one}: <A, B or C> <score>/10 | {two}: <A, B or C> <score>/10\n\n"
         "SYNTHESIS\n"
         "<the dialectical synthesis: name the real tension between the sides, what each gets "
         "right, and the higher-level conclusion that keeps both>\n\n"
-        "Keep the labels (SCORES, the criterion names, Pro, Con, Overall, SYNTHESIS) exactly as "
-        f"shown, in English; write the reasons and the synthesis in {language.name}."
+        f"Keep the labels (SCORES, the criterion names, {one}, {two}, Overall, SYNTHESIS) "
+        f"exactly as shown, in English; write the reasons and the synthesis in {language.name}."
     )
 
 

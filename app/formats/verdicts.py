@@ -145,8 +145,10 @@ _CRITERION_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Rebuttal strength", ("rebuttal", "counter", "反論", "反駁")),
     ("Originality", ("original", "novel", "独自", "独創")),
 )
-_SIDE_MARK = re.compile(r"(?i)(?<![A-Za-z])(pros?|cons?|賛成派?|反対派?)\s*:")
-_SIDE_IN_LABEL = re.compile(r"(?i)(?<![A-Za-z])(pro|con|賛成派?|反対派?)(?![A-Za-z])")
+# A blind judge (``app.formats.judging``) names the sides by the order it was shown them:
+# "Side 1" is the side shown first, whichever that was.
+_SIDE_MARK = re.compile(r"(?i)(?<![A-Za-z])(pros?|cons?|賛成派?|反対派?|side\s*[12])\s*:")
+_SIDE_IN_LABEL = re.compile(r"(?i)(?<![A-Za-z])(pro|con|賛成派?|反対派?|side\s*[12])(?![A-Za-z])")
 _PLAIN_LINE = re.compile(r"^(?P<label>[^:|—–]{1,60}?)\s*(?::|—|–|\s-\s)\s*(?P<rest>.*)$")
 _GRADE = re.compile(r"^[\s:\-–—(（\[]*(?P<grade>[ABC])(?![A-Za-z])[+\-−]?(?P<rest>.*)$", re.S)
 _SCORE = re.compile(r"(\d+(?:\.\d+)?)\s*/\s*10(?!\d)")
@@ -165,12 +167,19 @@ def _criterion(label: str) -> str | None:
     return None
 
 
-def _side(word: str) -> str:
+def _other(side: str) -> str:
+    return "con" if side == "pro" else "pro"
+
+
+def _side(word: str, first: str) -> str:
+    """``pro`` or ``con`` for a side's name; a blind label by the order shown (``first``)."""
     word = word.lower()
+    if word.startswith("side"):
+        return first if word.endswith("1") else _other(first)
     return "pro" if word.startswith(("pro", "賛成")) else "con"
 
 
-def _split_sides(cell: str) -> list[tuple[str | None, str]]:
+def _split_sides(cell: str, first: str) -> list[tuple[str | None, str]]:
     """``"Pro: A — x  Con: B — y"`` → [("pro", "A — x"), ("con", "B — y")]; unmarked → None."""
     marks = list(_SIDE_MARK.finditer(cell))
     if not marks:
@@ -178,7 +187,7 @@ def _split_sides(cell: str) -> list[tuple[str | None, str]]:
     parts: list[tuple[str | None, str]] = []
     for index, mark in enumerate(marks):
         end = marks[index + 1].start() if index + 1 < len(marks) else len(cell)
-        parts.append((_side(mark[1]), cell[mark.end() : end].strip(" ;,、")))
+        parts.append((_side(mark[1], first), cell[mark.end() : end].strip(" ;,、")))
     return parts
 
 
@@ -196,7 +205,7 @@ def _read_cell(body: str) -> tuple[str | None, str, float | None]:
     return match["grade"], reason, score
 
 
-def _score_line(line: str) -> tuple[str, dict[str, str]] | None:
+def _score_line(line: str, first: str) -> tuple[str, dict[str, str]] | None:
     """A criterion row as (criterion, {side: cell}), or None for any other line."""
     if "|" in line:
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
@@ -217,12 +226,13 @@ def _score_line(line: str) -> tuple[str, dict[str, str]] | None:
     label_side = _SIDE_IN_LABEL.search(label)
     sides: dict[str, str] = {}
     for position, cell in enumerate(rest):
-        for side, body in _split_sides(cell):
+        for side, body in _split_sides(cell, first):
             if side is None:
                 if label_side and len(rest) == 1:
-                    side = _side(label_side[1])
+                    side = _side(label_side[1], first)
                 elif position < 2 and len(rest) >= 2:
-                    side = ("pro", "con")[position]  # a table: criterion | pro | con
+                    # a table: criterion | the side shown first | the other
+                    side = (first, _other(first))[position]
             if side is not None and body and side not in sides:
                 sides[side] = body
     return (name, sides) if sides else None
@@ -241,7 +251,7 @@ def empty_judgement() -> dict[str, Any]:
     }
 
 
-def parse_judgement(text: str) -> dict[str, Any]:
+def parse_judgement(text: str, *, first: str = "pro") -> dict[str, Any]:
     """The judge's scores and synthesis.
 
     ``{"criteria": [{"name", "pro_grade", "pro_reason", "con_grade", "con_reason"} ×4],
@@ -250,7 +260,8 @@ def parse_judgement(text: str) -> dict[str, Any]:
     tables (criterion | pro | con) and one-side lines (``Originality (Con): A — …``), in
     English or Japanese, then everything under a ``SYNTHESIS`` / 止揚 heading. ``parsed`` is
     True only when every grade, both scores and the synthesis were found; what was found is
-    returned either way.
+    returned either way. ``first`` is the side the judge was shown first: unmarked table
+    columns follow that order, and a blind judge's "Side 1"/"Side 2" are read back as it.
     """
     result = empty_judgement()
     rows = {row["name"]: row for row in result["criteria"]}
@@ -265,7 +276,7 @@ def parse_judgement(text: str) -> dict[str, Any]:
             synthesis_at = index
             result["synthesis"] = "\n".join([heading["rest"], *raw_lines[index + 1 :]]).strip()
             break
-        found = _score_line(line)
+        found = _score_line(line, first)
         if found is None:
             continue
         name, sides = found

@@ -24,6 +24,7 @@ from app.config import Settings
 from app.db import session_scope
 from app.debates import DebateRequest
 from app.followups import FollowUpRefused, FollowUpRequest
+from app.formats.judging import same_provider_warnings
 from app.models import Debate, Turn
 from app.pricing import ModelUse, PriceTable, Total
 from app.spec import FormatName
@@ -137,6 +138,17 @@ class RerunOut(DebateSummary):
 class DebateOut(DebateSummary):
     seed: str | None
     history: bool
+    blind_judge: bool = Field(
+        default=False, description="The judge saw no side or model names (panel)."
+    )
+    swap_judge: bool = Field(
+        default=False, description="The judge judged twice, the sides' order swapped (panel)."
+    )
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="A judge (or the duel's synthesizer) runs on the same provider as a seat "
+        "it judges, and may favour it.",
+    )
     synthesis: str | None
     context: list[ContextFileOut]
     skipped_paths: list[str]
@@ -245,6 +257,9 @@ def debate_out(
         **summary_of(debate, pricing.total(prices, uses)),
         seed=debate.seed,
         history=debate.history,
+        blind_judge=spec.blind_judge,
+        swap_judge=spec.swap_judge,
+        warnings=list(same_provider_warnings(spec)),
         synthesis=debate.synthesis,
         context=[
             ContextFileOut(path=f.path, total_lines=f.total_lines, truncated=f.truncated)

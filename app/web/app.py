@@ -25,7 +25,7 @@ from app.providers.base import Provider, ProviderError
 from app.providers.registry import PROVIDER_NAMES, build_provider, close_providers
 from app.providers.worker import ProviderWorker, in_worker_process
 from app.resources import STATIC_DIR
-from app.web import api, apidocs, assets, delete, pages, report, security, stream
+from app.web import api, apidocs, assets, delete, evals, pages, report, security, stream
 from app.web.bad_input import validation_error_handler
 from app.web.deps import ProviderStatuses, make_templates
 
@@ -114,6 +114,7 @@ def create_app(
     app.include_router(pages.router)
     app.include_router(delete.router)
     app.include_router(report.router)
+    app.include_router(evals.router)
     app.include_router(stream.router)
     app.include_router(api.router)
     app.include_router(api.health_router)

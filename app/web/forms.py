@@ -2,9 +2,10 @@
 state it re-renders with (what was typed, and an error beside each field that has one).
 
 Field names: ``topic``, ``format``, ``topic_type``, ``rounds``, ``seed``, ``history``,
-``context`` (files), and per seat ``seat-<format>-<role>`` (provider) and
-``model-<format>-<role>`` (model name, blank for the provider's default). Each format has
-its own seat fields so switching format in the page keeps both sets of choices.
+``blind_judge``, ``swap_judge`` (checkboxes), ``context`` (files), and per seat
+``seat-<format>-<role>`` (provider) and ``model-<format>-<role>`` (model name, blank for the
+provider's default). Each format has its own seat fields so switching format in the page
+keeps both sets of choices.
 
 Every refusal is a sentence beside its field, and the form comes back with what was typed
 (an over-long field cut to a bound; ``app.web.uploads`` reads the body within its limits).
@@ -40,6 +41,7 @@ from app.web.uploads import FILE_FIELD, ReadForm, TextValue, UploadedFile
 
 FALLBACK_PROVIDER = "local"
 TEXT_FIELDS = ("topic", "format", "topic_type", "rounds", "seed", "budget_usd")
+CHECKBOXES = ("history", "blind_judge", "swap_judge")
 
 # What each choice does, as the form's options read: the topic type frames the question for
 # both sides; a seed analysis is one extra turn before the debate. Both offer a "plan", so
@@ -187,7 +189,8 @@ def parse_form(form: ReadForm) -> ParsedForm:
     # A browser sends each line break of a textarea as CR LF; the topic's counter, and the
     # topic as saved, have one character for it.
     values["topic"] = values["topic"].replace("\r\n", "\n")
-    values["history"] = "on" if form.text("history") else ""
+    for name in CHECKBOXES:
+        values[name] = "on" if form.text(name) else ""
     seats = format_seats()
     for format, defaults in seats.items():
         for seat in defaults:
@@ -212,6 +215,8 @@ def parse_form(form: ReadForm) -> ParsedForm:
         "rounds": values["rounds"] or "4",
         "seed": values["seed"] or None,
         "history": bool(values["history"]),
+        "blind_judge": bool(values["blind_judge"]),
+        "swap_judge": bool(values["swap_judge"]),
         # "$0.50" reads as 0.50: people write money with its sign.
         "budget_usd": values["budget_usd"].strip().removeprefix("$").strip() or None,
         "context": context,
@@ -262,7 +267,7 @@ def field_error(item: Mapping[str, Any], format: str) -> tuple[str, str]:
         if kind == "string_too_long":
             message = f"A model name is at most {MAX_MODEL_CHARS} characters."
         return model_field(format, role), message
-    if head in ("seats", "history", "context"):
+    if head in ("seats", "context", *CHECKBOXES):
         return head, message
     return "form", message
 

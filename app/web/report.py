@@ -24,6 +24,7 @@ from markupsafe import Markup
 
 from app import export, store
 from app.db import session_scope
+from app.formats.judging import same_provider_warnings
 from app.formats.language import JAPANESE, detect_language
 from app.models import Debate, Turn
 from app.resources import STATIC_DIR
@@ -93,6 +94,7 @@ def report_context(debate: Debate, rows: list[Turn]) -> dict[str, Any]:
         "seats": seat_lines(debate, rows),
         "groups": group_turns(turns, format=debate.format, seat_order=[s.role for s in spec.seats]),
         "scorecard": scorecard_of(rows),
+        "warnings": same_provider_warnings(spec),
         "style": Markup(style.css),  # our own file, not user text
         "policy": style.policy,
     }

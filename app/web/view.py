@@ -13,6 +13,7 @@ from typing import Any
 
 from app.endings import ended_early_note
 from app.events import LiveTurn
+from app.formats.judging import same_provider_warnings
 from app.models import ACTIVE_STATUSES, Debate, Turn
 from app.providers.base import estimate_tokens
 from app.scorecard import Scorecard, scorecard_of
@@ -27,6 +28,7 @@ PHASE_ORDER = (
     "claim",
     "summary",
     "judgement",
+    "swap_judgement",
     "synthesis",
 )
 PHASE_TITLES = {
@@ -39,6 +41,7 @@ PHASE_TITLES = {
     "claim": "Phase 1 · Claims",
     "summary": "Phase 2 · Summaries",
     "judgement": "Phase 3 · Judgement",
+    "swap_judgement": "Phase 3 · Judgement, sides swapped (con shown first)",
     "followup": "Follow-up answers",
 }
 RESUMABLE = ("failed", "cancelled")
@@ -373,6 +376,7 @@ def build_view(
         models_used={row.role: row.model for row in rows},
         progress=progress_of(debate, groups),
         scorecard=scorecard_of(rows),
+        warnings=same_provider_warnings(spec),
     )
 
 
@@ -391,6 +395,8 @@ class DebateView:
     # The judge's verdict at a glance, for a format with a judge: part of the body, so the
     # stream's final swap shows it the moment the debate ends.
     scorecard: Scorecard | None = None
+    # A judge on the provider of a seat it judges (``app.formats.judging``).
+    warnings: tuple[str, ...] = ()
 
     def seat_model(self, seat: Seat) -> str:
         return seat.model or self.models_used.get(seat.role) or "default model"

@@ -43,6 +43,7 @@ def protected_routes(app: FastAPI) -> list[tuple[str, str]]:
         if route.path.startswith("/static/"):  # open, like the static mount (the vendored htmx)
             continue
         path = route.path.replace("{debate_id}", "d0").replace("{other_id}", "d1")
+        path = path.replace("{run_id}", "r0")
         assert "{" not in path, f"a new path parameter in {route.path}: give it a value here"
         cases += [(method, path) for method in sorted(route.methods or ()) if method != "HEAD"]
     return cases
