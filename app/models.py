@@ -134,9 +134,7 @@ class EvalItem(SQLModel, table=True):
     """One question answered under one condition of an eval run."""
 
     __tablename__ = "eval_item"
-    __table_args__ = (
-        UniqueConstraint("run_id", "item_index", "condition", name="uq_eval_item"),
-    )
+    __table_args__ = (UniqueConstraint("run_id", "item_index", "condition", name="uq_eval_item"),)
 
     id: int | None = Field(default=None, primary_key=True)
     run_id: str = Field(foreign_key="eval_run.id", index=True, max_length=32)
