@@ -52,6 +52,8 @@ class Start:
     spec: DebateSpec
     done: tuple[CompletedTurn, ...]
     token_budget: int | None
+    # False: the debate was stopped (cancelled) before this job could mark it running.
+    running: bool = True
 
 
 class Ledger:
@@ -69,8 +71,13 @@ class Ledger:
     def start(self, debate_id: str) -> Start:
         """Mark the debate running; what it asked for and what is already done."""
         with session_scope(self.engine) as session:
+            running = True
             if self.fence is None:
-                debate = store.set_status(session, debate_id=debate_id, status="running")
+                running = store.mark_running(session, debate_id=debate_id)
+                found = store.get_debate(session, debate_id=debate_id)
+                if found is None:
+                    raise LookupError(f"no debate {debate_id}")
+                debate = found
             else:
                 # Taking the lease marked it running; a cancel since then is left to stand.
                 self.fence.check(session)
@@ -82,6 +89,7 @@ class Ledger:
                 spec=store.debate_spec(debate),
                 done=store.completed_turns(session, debate_id=debate_id),
                 token_budget=debate.token_budget,
+                running=running,
             )
 
     def status(self, debate_id: str) -> str | None:

@@ -92,6 +92,10 @@ class Runner:
 
     async def run(self, debate_id: str) -> RunResult:
         begun = await asyncio.to_thread(self._ledger.start, debate_id)
+        if not begun.running:
+            # Cancelled while this job was on its way: the cancel stands, and says so itself.
+            status = await asyncio.to_thread(self._ledger.status, debate_id)
+            return RunResult(status or "cancelled")
         self.hub.publish(debate_id, "status", {"status": "running"})
         spec, done, budget = begun.spec, begun.done, begun.token_budget
         fmt = get_format(spec.format)

@@ -296,6 +296,26 @@ def set_status(
     return debate
 
 
+def mark_running(session: Session, *, debate_id: str) -> bool:
+    """Mark a queued (or, after a crash, still running) debate running, in one conditional
+    statement; False, changing nothing, when it has been stopped meanwhile. A job's start
+    runs in a worker thread: a cancel that lands while it is on its way must stand, not be
+    overwritten by a ``running`` that no job is left to honour."""
+    now = utcnow()
+    marked = session.execute(
+        update(Debate)
+        .where(col(Debate.id) == debate_id, col(Debate.status).in_(ACTIVE_STATUSES))
+        .values(
+            status="running",
+            status_reason=None,
+            started_at=func.coalesce(col(Debate.started_at), now),
+            finished_at=None,
+        )
+    )
+    session.expire_all()
+    return bool(getattr(marked, "rowcount", 0))
+
+
 def debate_status(session: Session, *, debate_id: str) -> str | None:
     # Read before every step of every running debate: a cached Core statement.
     if not can_be_stored(debate_id):

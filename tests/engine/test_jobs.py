@@ -24,6 +24,7 @@ from app.db import session_scope
 from app.debates import DebateRequest, SeatChoice, create, prepare
 from app.events import Event, EventHub
 from app.jobs import JobManager
+from app.ledger import Ledger
 from app.providers.base import Finished, Message, ProviderStatus, TextDelta, Usage
 from app.providers.registry import provider_statuses
 from tests.conftest import fake_settings
@@ -360,3 +361,33 @@ async def test_a_new_job_never_runs_beside_an_older_one_still_stopping(
     await provider.until(lambda: provider.calls_for(ALPHA) == 4)
     provider.release(ALPHA)
     assert await final_status(jobs, debate_id) == "completed"
+
+
+def test_a_job_that_starts_after_its_debate_was_cancelled_leaves_it_cancelled(
+    engine: Engine, settings: Settings
+) -> None:
+    """A job marks its debate running from a worker thread; a cancel that lands first stands
+    (before, the job's late ``running`` overwrote it and left a running debate with no job)."""
+    debate_id = new_debate(engine, settings, ALPHA)
+    with session_scope(engine) as session:
+        store.set_status(session, debate_id=debate_id, status="cancelled", reason="by user")
+
+    begun = Ledger(engine).start(debate_id)
+
+    assert begun.running is False
+    assert status(engine, debate_id) == "cancelled"
+    assert debate_row(engine, debate_id).status_reason == "by user"
+
+
+def test_a_job_marks_a_queued_or_crash_left_running_debate_running(
+    engine: Engine, settings: Settings
+) -> None:
+    queued = new_debate(engine, settings, ALPHA)
+    left_running = new_debate(engine, settings, BRAVO)
+    with session_scope(engine) as session:
+        store.set_status(session, debate_id=left_running, status="running")
+
+    assert Ledger(engine).start(queued).running is True
+    assert Ledger(engine).start(left_running).running is True
+    assert status(engine, queued) == status(engine, left_running) == "running"
+    assert debate_row(engine, queued).started_at is not None
