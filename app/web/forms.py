@@ -15,7 +15,7 @@ read from the same constants and settings that enforce them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,13 +167,35 @@ class KnownModel:
     provider: str
 
 
-def known_models(statuses: Sequence[ProviderStatus]) -> tuple[KnownModel, ...]:
-    """The models the ready providers are known to answer with: each one's default model.
+# Which names of the price table each provider answers to: the hosted APIs by their model
+# families, and the command-line tools by the family of the API behind them.
+MODEL_FAMILIES: dict[str, tuple[str, ...]] = {
+    "anthropic": ("claude-",),
+    "claude-cli": ("claude-",),
+    "gemini": ("gemini-",),
+    "gemini-cli": ("gemini-",),
+    "openai": ("gpt-", "o1", "o3", "o4"),
+    "codex-cli": ("gpt-", "o1", "o3", "o4"),
+}
+
+
+def known_models(
+    statuses: Sequence[ProviderStatus], listed: Iterable[str] = ()
+) -> tuple[KnownModel, ...]:
+    """The models the ready providers are known to answer with: each one's default model
+    first, then every model of ``listed`` (the price table's) in a ready provider's family.
     Known without asking anyone, so the form never waits on a provider."""
     seen: dict[str, KnownModel] = {}
-    for status in statuses:
-        if status.configured and status.default_model not in seen:
+    ready = [status for status in statuses if status.configured]
+    for status in ready:
+        if status.default_model not in seen:
             seen[status.default_model] = KnownModel(status.default_model, status.name)
+    names = sorted(set(listed))
+    for status in ready:
+        family = MODEL_FAMILIES.get(status.name, ())
+        for name in names:
+            if name.startswith(family) and name not in seen:
+                seen[name] = KnownModel(name, status.name)
     return tuple(seen.values())
 
 

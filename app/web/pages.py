@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -59,7 +59,10 @@ PER_PAGE = 20
 
 
 def form_context(
-    state: FormState, statuses: list[ProviderStatus], recent: Sequence[object]
+    state: FormState,
+    statuses: list[ProviderStatus],
+    recent: Sequence[object],
+    listed_models: Iterable[str] = (),
 ) -> dict[str, Any]:
     return {
         "form": state,
@@ -71,7 +74,7 @@ def form_context(
         "topic_type_help": TOPIC_TYPE_HELP,
         "seed_text": SEED_TEXT,
         "seed_help": SEED_HELP,
-        "known_models": known_models(statuses),
+        "known_models": known_models(statuses, listed_models),
         "seat_field": seat_field,
         "model_field": model_field,
         "limits": {
@@ -98,7 +101,8 @@ def index(
     request: Request, session: SessionDep, templates: TemplatesDep, statuses: StatusesDep
 ) -> HTMLResponse:
     recent, _ = store.list_debate_rows(session, per_page=RECENT_COUNT)
-    context = form_context(FormState(), statuses, recent)
+    prices = pricing.price_table(request.app.state.settings.data_dir)
+    context = form_context(FormState(), statuses, recent, prices.prices)
     context["costs"] = row_costs(session, request, recent)
     return templates.TemplateResponse(request, "index.html", context)
 
@@ -135,7 +139,8 @@ async def create_from_form(
     with session_scope(engine) as session:
         recent, _ = store.list_debate_rows(session, per_page=RECENT_COUNT)
         costs = row_costs(session, request, recent)
-    context = form_context(state, statuses, recent)
+    prices = pricing.price_table(settings.data_dir)
+    context = form_context(state, statuses, recent, prices.prices)
     context["costs"] = costs
     response = templates.TemplateResponse(request, "index.html", context, status_code=status_code)
     if not form.complete:

@@ -10,6 +10,7 @@ from html import unescape
 
 from fastapi.testclient import TestClient
 
+from app import pricing
 from app.debates import MAX_TOPIC_CHARS
 from tests.web.test_routes import form_fields
 
@@ -80,6 +81,21 @@ def test_model_fields_offer_each_ready_providers_model_and_still_take_any_name(
     inputs = re.findall(r'<input id="model-[^"]+"[^>]*>', page)
     assert inputs and all('list="known-models"' in tag for tag in inputs)
     assert all('type="text"' in tag for tag in inputs)  # free text, not a closed choice
+
+
+def test_model_fields_offer_the_ready_providers_listed_models_beside_their_defaults(
+    client: TestClient,
+) -> None:
+    page = client.get("/").text
+    datalist = re.search(r'<datalist id="known-models">(.*?)</datalist>', page, re.S)
+    assert datalist is not None
+    offered = dict(re.findall(r'<option value="([^"]+)" label="([^"]+)"', datalist.group(1)))
+    listed = pricing.bundled_table().prices
+    for provider, prefix in (("anthropic", "claude-"), ("gemini", "gemini-"), ("openai", "gpt-")):
+        family = {name for name in listed if name.startswith(prefix)}
+        assert len(family) > 1
+        assert family <= set(offered)
+        assert {offered[name] for name in family} == {provider}
 
 
 def test_the_topic_has_no_hard_cut_and_states_its_count_and_limit(client: TestClient) -> None:
