@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from app import store
 from app.bus import EventBus
@@ -169,13 +170,8 @@ class JobManager:
             debate = store.get_debate(session, debate_id=debate_id)
             if debate is None or debate.status not in RESUMABLE_STATUSES:
                 return False
-            store.set_status(session, debate_id=debate_id, status="queued", reason=None)
-            if self.queue is not None:
-                self.queue.defer(session, debate_id=debate_id)
-        self.hub.reopen(debate_id)
-        self.hub.publish(debate_id, "status", {"status": "queued"})
-        if self.queue is None:
-            self._start_job(debate_id)
+            self._requeue(session, debate_id)
+        self._announce_requeued(debate_id)
         return True
 
     def follow_up(self, debate_id: str, question: str) -> int:
@@ -192,14 +188,22 @@ class JobManager:
             if (reason := refusal(debate, spent_usd=spent)) is not None:
                 raise FollowUpRefused(reason)
             number = store.add_followup(session, debate_id=debate_id, question=question)
-            store.set_status(session, debate_id=debate_id, status="queued", reason=None)
-            if self.queue is not None:
-                self.queue.defer(session, debate_id=debate_id)
+            self._requeue(session, debate_id)
+        self._announce_requeued(debate_id)
+        return number
+
+    def _requeue(self, session: Session, debate_id: str) -> None:
+        """Mark the debate queued and, with workers, enqueue its job in the same transaction."""
+        store.set_status(session, debate_id=debate_id, status="queued", reason=None)
+        if self.queue is not None:
+            self.queue.defer(session, debate_id=debate_id)
+
+    def _announce_requeued(self, debate_id: str) -> None:
+        """Once committed: tell its viewers, and (without workers) start its job here."""
         self.hub.reopen(debate_id)
         self.hub.publish(debate_id, "status", {"status": "queued"})
         if self.queue is None:
             self._start_job(debate_id)
-        return number
 
     async def wait(self, debate_id: str) -> str | None:
         """Until the debate's job ends (bound it with ``asyncio.timeout``); its final status."""

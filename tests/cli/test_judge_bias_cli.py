@@ -13,19 +13,12 @@ from app.models import Debate
 from app.store import debate_spec
 from tests.cli.conftest import Argue
 from tests.fakes.llm_server import FakeLLMServer
+from tests.formats.judgements import SIDE_ONE_AHEAD
 
 ROLES = ("pro_claude", "pro_gemini", "pro_codex", "con_claude", "con_gemini", "con_codex",
          "pro_summarizer", "con_summarizer", "judge")  # fmt: skip
 ALL_ON_OPENAI = [arg for role in ROLES for arg in ("--seat", f"{role}=openai")]
-JUDGEMENT = """SCORES
-Logical consistency | Side 1: A — tight | Side 2: B — loose
-Specificity of evidence | Side 1: B — few numbers | Side 2: C — anecdotes
-Rebuttal strength | Side 1: A — answers cost | Side 2: B — partial
-Originality | Side 1: B — familiar | Side 2: A — new angle
-Overall | Side 1: A 8/10 | Side 2: B 6/10
-
-SYNTHESIS
-Review small changes fast."""
+JUDGEMENT = SIDE_ONE_AHEAD
 
 
 def test_run_takes_both_options_warns_at_start_and_reports_agreement(

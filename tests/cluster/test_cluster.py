@@ -17,13 +17,18 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy.engine import Engine
 
-from tests.cluster.conftest import TAKEOVER_SECONDS, WorkerProcess, debate_row, turn_rows
+from tests.cluster.conftest import (
+    TAKEOVER_SECONDS,
+    WorkerProcess,
+    debate_row,
+    turn_rows,
+    wait_until,
+)
 from tests.fakes.llm_server import FakeLLMServer
 from tests.reliability.server_process import ServerProcess, fake_provider_env
 from tests.web.sse import Message, parse_lines
@@ -124,15 +129,6 @@ def redis_id(event_id: str | None) -> tuple[int, int]:
     return int(milliseconds), int(sequence)
 
 
-def wait_for(condition: Callable[[], Any], *, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
 def test_two_nodes_and_two_workers_carry_twelve_debates_through_a_killed_worker(
     fake_llm: FakeLLMServer,
     nodes: tuple[ServerProcess, ServerProcess],
@@ -173,7 +169,7 @@ def test_two_nodes_and_two_workers_carry_twelve_debates_through_a_killed_worker(
             if any(m.event == "delta" for v in viewers if v.debate_id == i for m in v.messages)
         ]
 
-    taken_from_doomed = wait_for(streaming_on_doomed, timeout=60, what="worker-a streaming")
+    taken_from_doomed = wait_until(streaming_on_doomed, timeout=60, what="worker-a streaming")
     doomed.kill()
     killed_at = time.monotonic()
 
@@ -181,7 +177,7 @@ def test_two_nodes_and_two_workers_carry_twelve_debates_through_a_killed_worker(
     # to reach a live worker); it stops within 2 s.
     cancelled = next(i for i in ids if i not in taken_from_doomed)
     with httpx.Client(base_url=node_b.url, timeout=10.0) as api_b:
-        wait_for(
+        wait_until(
             lambda: debate_row(pg_engine, cancelled)["status"] == "running",
             timeout=60,
             what="the debate to cancel to run",
@@ -189,7 +185,7 @@ def test_two_nodes_and_two_workers_carry_twelve_debates_through_a_killed_worker(
         response = api_b.post(f"/api/debates/{cancelled}/cancel")
         assert response.status_code == 200, response.text
         asked = time.monotonic()
-        wait_for(
+        wait_until(
             lambda: debate_row(pg_engine, cancelled)["status"] == "cancelled",
             timeout=2.0,
             what="the cancel to stop the debate",
@@ -198,7 +194,7 @@ def test_two_nodes_and_two_workers_carry_twelve_debates_through_a_killed_worker(
         turns_at_cancel = len(turn_rows(pg_engine, cancelled))
 
     # The survivor takes over the killed worker's debates within the take-over time.
-    retaken = wait_for(
+    retaken = wait_until(
         lambda: all(
             (debate_row(pg_engine, i)["lease_holder"] or "").startswith("worker-b")
             or debate_row(pg_engine, i)["status"] not in ("queued", "running")

@@ -16,6 +16,7 @@ from app.formats.panel import FORMAT, JUDGEMENT_KEY, SWAP_JUDGEMENT_KEY
 from app.scorecard import scorecard_of
 from app.spec import FORMATS, CompletedTurn, DebateSpec, Seat, TurnPlan
 from app.store import spec_from_json, spec_to_json
+from tests.formats.judgements import SIDE_ONE_AHEAD
 
 from .driver import marker, play
 
@@ -23,15 +24,7 @@ TOPIC = "Is code review worth the time?"
 # A word that would tell a blind judge whose side or model it reads.
 NAMES = re.compile(r"\b(pro|con|claude|gemini|codex|openai|gpt|anthropic)\b", re.IGNORECASE)
 
-PRO_FIRST = """SCORES
-Logical consistency | Side 1: A — tight | Side 2: B — loose
-Specificity of evidence | Side 1: B — few numbers | Side 2: C — anecdotes
-Rebuttal strength | Side 1: A — answers cost | Side 2: B — partial
-Originality | Side 1: B — familiar | Side 2: A — new angle
-Overall | Side 1: A 8/10 | Side 2: B 6/10
-
-SYNTHESIS
-Review small changes fast."""
+PRO_FIRST = SIDE_ONE_AHEAD
 
 
 def overall(first: float, second: float) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from tests.fakes.llm_server import FakeLLMServer
+from tests.formats.judgements import SIDE_ONE_AHEAD
 from tests.web.conftest import wait_for_debate
 from tests.web.test_report import JUDGE_ASK, scorecard_rows
 
@@ -23,15 +24,7 @@ CON_CLAIM = "Reviews stall delivery for days."
 PRO_SUMMARY = "This side: reviews catch defects early; Debater 2 brings numbers."
 CON_SUMMARY = "This side: reviews stall delivery; Debater 1 measured queue times."
 # Side 1 is the side shown first: pro in the first judgement, con in the swapped one.
-FIRST = """SCORES
-Logical consistency | Side 1: A — tight | Side 2: B — loose
-Specificity of evidence | Side 1: B — few numbers | Side 2: C — anecdotes
-Rebuttal strength | Side 1: A — answers cost | Side 2: B — partial
-Originality | Side 1: B — familiar | Side 2: A — new angle
-Overall | Side 1: A 8/10 | Side 2: B 6/10
-
-SYNTHESIS
-Review small changes fast."""
+FIRST = SIDE_ONE_AHEAD
 # Con shown first gets 5, pro shown second 7: pro is ahead again.
 SECOND_AGREES = FIRST.replace("Side 1: A 8/10 | Side 2: B 6/10", "Side 1: B 5/10 | Side 2: A 7/10")
 AGREEMENT = (
