@@ -72,29 +72,35 @@ def nodes(node_env: dict[str, str], tmp_path: Path) -> Iterator[tuple[ServerProc
 
 @dataclass
 class Viewer:
-    """Follows one debate's JSON event stream: first on one node, then, after its first
-    completed turn, on the other with the last id it received."""
+    """Follows one debate's JSON event stream as a browser does: first on one node, then,
+    after its first completed turn, on the other with the last id it received. A stream that
+    closes before the end (a viewer that fell behind is dropped, by design) is reconnected to
+    the same node with the last id."""
 
     debate_id: str
     first: str
     second: str
     messages: list[Message] = field(default_factory=list)
     switched: bool = False
+    reconnects: int = 0
     error: BaseException | None = None
 
     def run(self) -> None:
         try:
             with httpx.Client(timeout=httpx.Timeout(5.0, read=60.0)) as client:
-                self._follow(client, self.first, last_id=None, switch=True)
-                if not self._ended():
-                    self.switched = True
-                    self._follow(client, self.second, last_id=self.messages[-1].id, switch=False)
+                node = self.first
+                while not self._over():
+                    last_id = self.messages[-1].id if self.messages else None
+                    why = self._follow(client, node, last_id=last_id, switch=not self.switched)
+                    if why == "switch":
+                        node, self.switched = self.second, True
+                    elif why == "closed":
+                        self.reconnects += 1
+                        assert self.reconnects <= 50, "the stream keeps closing"
         except BaseException as error:  # reported by the test, with the debate's id
             self.error = error
 
-    def _follow(
-        self, client: httpx.Client, base: str, *, last_id: str | None, switch: bool
-    ) -> None:
+    def _follow(self, client: httpx.Client, base: str, *, last_id: str | None, switch: bool) -> str:
         headers = {"Last-Event-ID": last_id} if last_id else {}
         url = f"{base}/api/debates/{self.debate_id}/events"
         with client.stream("GET", url, headers=headers) as response:
@@ -102,12 +108,13 @@ class Viewer:
             for message in parse_lines(response.iter_lines()):
                 self.messages.append(message)
                 if message.event in ("end", "reload"):
-                    return
+                    return message.event
                 if switch and message.event == "turn_completed":
-                    return
+                    return "switch"
+        return "closed"
 
-    def _ended(self) -> bool:
-        return bool(self.messages) and self.messages[-1].event == "end"
+    def _over(self) -> bool:
+        return bool(self.messages) and self.messages[-1].event in ("end", "reload")
 
 
 def turn_texts(messages: list[Message]) -> dict[str, str]:
