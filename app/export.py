@@ -90,6 +90,8 @@ PANEL_CLAIM_ROLES = (
 _PANEL_SUMMARY_FILES = {"pro_summarizer": "pro_summary.md", "con_summarizer": "con_summary.md"}
 _PANEL_PHASE_ORDER = ("claim", "summary", "judgement", SWAP_JUDGEMENT)
 _PANEL_ROLE_ORDER = (*PANEL_CLAIM_ROLES, "pro_summarizer", "con_summarizer", "judge")
+_SOCIETY_PHASE_ORDER = ("answer", "update")
+_SOCIETY_ROLE_ORDER = tuple(f"agent_{number}" for number in range(1, 33))
 _DUEL_ROLE_ORDER = ("claude", "gemini")
 
 
@@ -160,6 +162,8 @@ def finals_markdown(debate: Debate, turns: Sequence[Turn] = (), *, date: Date) -
     """The finals file. Duel: the seed's exact block. Panel: the final report (needs turns)."""
     if debate.format == "panel":
         return final_report_markdown(debate, turns, date=date) + _followups_finals(debate, turns)
+    if debate.format == "society":
+        return _society_finals(debate, turns, date=date) + _followups_finals(debate, turns)
     converged = "yes" if debate.converged else "no"
     return (
         f"# Argue: {debate.topic}\n"
@@ -184,6 +188,9 @@ def transcript_markdown(
     debated = [turn for turn in turns if turn.phase != FOLLOWUP]
     if debate.format == "panel":
         chosen = _ordered(debated, _PANEL_PHASE_ORDER, _PANEL_ROLE_ORDER, by_round=True)
+    elif debate.format == "society":
+        messages = [turn for turn in debated if turn.phase in _SOCIETY_PHASE_ORDER]
+        chosen = _ordered(messages, _SOCIETY_PHASE_ORDER, _SOCIETY_ROLE_ORDER, by_round=True)
     else:
         messages = [turn for turn in debated if turn.phase in DUEL_MESSAGE_PHASES]
         chosen = _ordered(messages, DUEL_MESSAGE_PHASES, _DUEL_ROLE_ORDER, by_round=True)
@@ -196,6 +203,24 @@ def transcript_markdown(
         parts.append(_message(turn) + _turn_cost(turn, prices))
     for number, question, answers in _followups(debate, turns):
         parts += [f"## Follow-up {number}", _quoted(question), *map(_message, answers)]
+    return "\n\n".join(parts) + "\n"
+
+
+def _society_finals(debate: Debate, turns: Sequence[Turn], *, date: Date) -> str:
+    """The society's report: the question, the majority answer with its agreement (the
+    synthesis states both), and each agent's answer of the last round."""
+    answered = [turn for turn in turns if turn.phase in _SOCIETY_PHASE_ORDER]
+    last = max((turn.round for turn in answered if turn.status == "completed"), default=0)
+    finals = _ordered([turn for turn in answered if turn.round == last], (), _SOCIETY_ROLE_ORDER)
+    parts = [
+        f"# Argue: {debate.topic}\n"
+        f"**Format**: society  **Rounds**: {debate.rounds_run or 0}\n"
+        f"**Date**: {date:%Y-%m-%d}",
+        f"## Question\n\n{_quoted(debate.topic)}",
+        f"## Final answer\n\n{(debate.synthesis or '').strip()}",
+        f"## Last answers (round {last})",
+        *(_message(turn) for turn in finals),
+    ]
     return "\n\n".join(parts) + "\n"
 
 

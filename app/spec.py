@@ -30,11 +30,11 @@ __all__ = [
     "check_model_name",
 ]
 
-FormatName = Literal["duel", "panel"]
+FormatName = Literal["duel", "panel", "society"]
 TopicType = Literal["general", "plan", "bug", "tech"]
 SeedTool = Literal["find_bug", "plan", "audit"]
 
-FORMATS: tuple[FormatName, ...] = ("duel", "panel")
+FORMATS: tuple[FormatName, ...] = ("duel", "panel", "society")
 TOPIC_TYPES: tuple[TopicType, ...] = ("general", "plan", "bug", "tech")
 SEEDS: tuple[SeedTool, ...] = ("find_bug", "plan", "audit")
 PHASES = (
@@ -49,6 +49,8 @@ PHASES = (
     "judgement",
     "swap_judgement",
     "followup",
+    "answer",
+    "update",
 )
 
 

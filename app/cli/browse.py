@@ -87,6 +87,9 @@ def list_row(debate: Debate, cost: str = "unknown") -> tuple[str, ...]:
     rounds = f"{debate.rounds_run}/{debate.rounds}" if debate.rounds_run else f"-/{debate.rounds}"
     if debate.format == "panel":
         rounds = "-"
+    elif debate.format == "society":
+        # The society's first round answers; ``rounds`` counts the update rounds after it.
+        rounds = f"{debate.rounds_run or '-'}/{debate.rounds + 1}"
     return (
         debate.id,
         local_time(debate.created_at),

@@ -36,6 +36,8 @@ PHASE_PLURALS = {
     "claim": "claims",
     "summary": "summaries",
     "judgement": "judgements",
+    "answer": "answers",
+    "update": "updated answers",
 }
 
 # An error kind in words, for when the event carries no HTTP status.

@@ -41,4 +41,8 @@ def get_format(name: str) -> Format:
         from app.formats.panel import FORMAT as panel
 
         return panel
+    if name == "society":
+        from app.formats.society import FORMAT as society
+
+        return society
     raise KeyError(f"unknown format {name!r}")

@@ -34,6 +34,8 @@ class Judging:
 _JUDGING: dict[str, tuple[Judging, ...]] = {
     "panel": (Judging(JUDGE, "the judge", (*PRO_DEBATERS, *CON_DEBATERS)),),
     "duel": (Judging(CLAUDE, "the synthesizer", (GEMINI,)),),
+    # The society's agents are peers and a vote decides: nobody judges anybody.
+    "society": (),
 }
 
 

@@ -51,12 +51,12 @@ from app.models import Turn
 from app.web.deps import EngineDep, HubDep, TemplatesDep
 from app.web.offload import off_loop
 from app.web.view import (
-    PHASE_TITLES,
     GroupView,
     build_view,
     dom_id,
     downloads,
     group_id,
+    group_title,
     group_turns,
     merge_turns,
     progress_of,
@@ -247,7 +247,7 @@ class Fragments:
             id=group_id(turn.round, turn.phase),
             round=turn.round,
             phase=turn.phase,
-            title=PHASE_TITLES.get(turn.phase, turn.phase.title()),
+            title=group_title(fmt, turn.round, turn.phase),
             round_heading=heading,
         )
         # Each piece is marked data-upsert (static/argue.js): a heading or group already on

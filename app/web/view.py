@@ -43,6 +43,8 @@ PHASE_TITLES = {
     "judgement": "Phase 3 · Judgement",
     "swap_judgement": "Phase 3 · Judgement, sides swapped (con shown first)",
     "followup": "Follow-up answers",
+    "answer": "Answers",
+    "update": "Updates",
 }
 RESUMABLE = ("failed", "cancelled")
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
@@ -98,6 +100,14 @@ class TurnView:
     @property
     def group_id(self) -> str:
         return group_id(self.round, self.phase)
+
+
+def group_title(format: str, round: int, phase: str) -> str:
+    """A society's phases repeat round after round, so its groups name their round."""
+    title = PHASE_TITLES.get(phase, phase.title())
+    if format == "society" and phase in ("answer", "update"):
+        return f"Round {round} · {title}"
+    return title
 
 
 def group_id(round: int, phase: str) -> str:
@@ -213,7 +223,7 @@ def group_turns(
                 id=group_id(round, phase),
                 round=round,
                 phase=phase,
-                title=PHASE_TITLES.get(phase, phase.title()),
+                title=group_title(format, round, phase),
                 round_heading=heading,
                 turns=tuple(members),
             )

@@ -259,7 +259,9 @@ def test_the_duels_synthesizer_is_warned_about_only_on_the_other_seats_provider(
 
 @pytest.mark.parametrize("name", FORMATS)
 def test_every_format_says_who_judges_whom(name: str) -> None:
-    assert judging_of(name)
+    # A format missing from the table is a KeyError; only the society, whose peers vote,
+    # says that nobody judges.
+    assert judging_of(name) or name == "society"
 
 
 # ------------------------------------------------------------------------------ saved
