@@ -9,7 +9,8 @@ Turns, by key (``r<round>.<phase>.<role>``); a line is one batch, run in paralle
                               answer
 
 N is the number of seats (``agent_1`` .. ``agent_N``; default three, any providers); R is
-``spec.rounds`` (default two further rounds for this format). Every answer ends with a
+``spec.rounds``, the further rounds after the first answers (the request's shared default
+is 4; Du et al. used 2, so ask for ``rounds=2`` to follow them). Every answer ends with a
 closing line ``Answer: …`` — the short final answer.
 
 The final answer is the majority of the last round's parsed answers, compared after
