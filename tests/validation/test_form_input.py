@@ -53,7 +53,7 @@ def assert_kept(page: str) -> None:
         ({"rounds": "9"}, "rounds", "Rounds must be a whole number from 1 to 8."),
         ({"rounds": "2.5"}, "rounds", "Rounds must be a whole number from 1 to 8."),
         ({"rounds": "1e9"}, "rounds", "Rounds must be a whole number from 1 to 8."),
-        ({"format": "brawl"}, "format", "Choose one of: duel, panel."),
+        ({"format": "brawl"}, "format", "Choose one of: duel, panel, society."),
         ({"topic_type": "poem"}, "topic_type", "Choose one of: general, plan, bug, tech."),
         ({"seed": "grep"}, "seed", "Choose one of: find_bug, plan, audit."),
         ({"seat-duel-gemini": "nobody"}, "seat-duel-gemini", "unknown provider"),
@@ -156,6 +156,6 @@ def test_the_form_states_its_limits(client: TestClient) -> None:
     page = client.get("/").text
     assert "Topic <small>(up to 2,000 characters)</small>" in page
     assert 'data-limit="2000"' in page  # counted as one types, never cut (no maxlength)
-    assert "(duel, 1–8)" in page and 'min="1" max="8"' in page
+    assert "(duel; society: update rounds, 1–8)" in page and 'min="1" max="8"' in page
     assert "up to 10 files of 200 kB each; each is cut to its first 300 lines" in page
     assert 'maxlength="128"' in page
