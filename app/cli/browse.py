@@ -143,7 +143,7 @@ def add_show_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_show(args: argparse.Namespace) -> int:
     from app import store
-    from app.cli.lookup import UnknownDebate, resolve_debate_id
+    from app.cli.lookup import UnknownDebate, debate_named
     from app.cli.session import open_context
     from app.db import session_scope
     from app.pricing import price_table
@@ -151,13 +151,10 @@ def run_show(args: argparse.Namespace) -> int:
     context = open_context()
     with session_scope(context.engine) as session:
         try:
-            debate_id = resolve_debate_id(session, args.id)
+            debate = debate_named(session, args.id)
         except UnknownDebate as error:
-            print(f"argue show: {error}", file=sys.stderr)
-            return error.exit_code
-        debate = store.get_debate(session, debate_id=debate_id)
-        assert debate is not None
-        turns = store.turns_of(session, debate_id=debate_id)
+            return error.report("argue show")
+        turns = store.turns_of(session, debate_id=debate.id)
         print(render_debate(debate, turns, price_table(context.settings.data_dir)))
     return 0
 

@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app import deletion, store
-    from app.cli.lookup import UnknownDebate, resolve_debate_id
+    from app.cli.lookup import UnknownDebate, debate_named
     from app.cli.session import open_context
     from app.db import session_scope
     from app.models import ACTIVE_STATUSES
@@ -32,13 +32,10 @@ def run(args: argparse.Namespace) -> int:
     context = open_context()
     with session_scope(context.engine) as session:
         try:
-            debate_id = resolve_debate_id(session, args.id)
+            debate = debate_named(session, args.id)
         except UnknownDebate as error:
-            print(f"argue delete: {error}", file=sys.stderr)
-            return error.exit_code
-        debate = store.get_debate(session, debate_id=debate_id)
-        assert debate is not None
-        status, topic = debate.status, debate.topic
+            return error.report("argue delete")
+        debate_id, status, topic = debate.id, debate.status, debate.topic
         turns = len(store.turns_of(session, debate_id=debate_id))
     if status in ACTIVE_STATUSES:
         print(_active_message(debate_id, status), file=sys.stderr)

@@ -33,19 +33,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app import store
-    from app.cli.lookup import UnknownDebate, resolve_debate_id
+    from app.cli.lookup import UnknownDebate, debate_named
     from app.cli.session import open_context
     from app.db import session_scope
 
     context = open_context()
     with session_scope(context.engine) as session:
         try:
-            debate_id = resolve_debate_id(session, args.id)
+            debate = debate_named(session, args.id)
         except UnknownDebate as error:
-            print(f"argue export: {error}", file=sys.stderr)
-            return error.exit_code
-        debate = store.get_debate(session, debate_id=debate_id)
-        assert debate is not None
+            return error.report("argue export")
+        debate_id = debate.id
         turns = store.turns_of(session, debate_id=debate_id)
     if args.workspace:
         return _export_workspace(debate, turns, args.output)

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from app import store
-    from app.cli.lookup import UnknownDebate, resolve_debate_id
+    from app.cli.lookup import UnknownDebate, debate_named
     from app.cli.run import style_for
     from app.cli.session import drive, open_context
     from app.cli.terminal import TerminalView
@@ -48,12 +48,10 @@ def run(args: argparse.Namespace) -> int:
     context = open_context()
     with session_scope(context.engine) as session:
         try:
-            debate_id = resolve_debate_id(session, args.id)
+            debate = debate_named(session, args.id)
         except UnknownDebate as error:
-            print(f"argue followup: {error}", file=sys.stderr)
-            return error.exit_code
-        debate = store.get_debate(session, debate_id=debate_id)
-        assert debate is not None
+            return error.report("argue followup")
+        debate_id = debate.id
         refused, topic = refusal(debate), debate.topic
         number = len(debate.followups or ()) + 1
     if refused is not None:

@@ -8,10 +8,13 @@ unique, and a guess that happened to be would name a debate nobody meant.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from sqlmodel import Session
+
+    from app.models import Debate
 
 MIN_PREFIX = 4
 SHOWN_MATCHES = 5
@@ -27,6 +30,11 @@ class UnknownDebate(Exception):
     def __init__(self, message: str, *, exit_code: int) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+    def report(self, command: str) -> int:
+        """Say why on stderr, as ``command``; the exit code to return."""
+        print(f"{command}: {self}", file=sys.stderr)
+        return self.exit_code
 
 
 def resolve_debate_id(session: Session, text: str) -> str:
@@ -52,3 +60,12 @@ def resolve_debate_id(session: Session, text: str) -> str:
             exit_code=2,
         )
     return matches[0]
+
+
+def debate_named(session: Session, text: str) -> Debate:
+    """The one debate ``text`` names (its id or a unique prefix of it)."""
+    from app import store
+
+    debate = store.get_debate(session, debate_id=resolve_debate_id(session, text))
+    assert debate is not None  # resolved within this session
+    return debate

@@ -57,8 +57,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             original_id = resolve_debate_id(session, args.id)
         except UnknownDebate as error:
-            print(f"argue rerun: {error}", file=sys.stderr)
-            return error.exit_code
+            return error.report("argue rerun")
     try:
         debate, prepared = reruns.start_rerun(
             context.engine,

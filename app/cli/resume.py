@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app import store
-    from app.cli.lookup import UnknownDebate, resolve_debate_id
+    from app.cli.lookup import UnknownDebate, debate_named
     from app.cli.run import finish, style_for
     from app.cli.session import drive, open_context
     from app.cli.terminal import TerminalView
@@ -35,13 +35,10 @@ def run(args: argparse.Namespace) -> int:
     context = open_context()
     with session_scope(context.engine) as session:
         try:
-            debate_id = resolve_debate_id(session, args.id)
+            debate = debate_named(session, args.id)
         except UnknownDebate as error:
-            print(f"argue resume: {error}", file=sys.stderr)
-            return error.exit_code
-        debate = store.get_debate(session, debate_id=debate_id)
-        assert debate is not None
-        status, topic = debate.status, debate.topic
+            return error.report("argue resume")
+        debate_id, status, topic = debate.id, debate.status, debate.topic
         done = len(store.completed_turns(session, debate_id=debate_id))
     if status not in (*RESUMABLE_STATUSES, *INTERRUPTED_STATUSES):
         print(

@@ -80,7 +80,7 @@ def test_every_bad_field_is_reported_at_once(client: TestClient) -> None:
     fields = form_fields(topic="", rounds="99", topic_type="poem", **{"model-duel-claude": "a b"})
     page = client.post("/debates", data=fields).text
     for field in ("topic", "rounds", "topic_type", "model-duel-claude"):
-        error_beside(page, field)
+        assert error_beside(page, field).strip(), f"an empty error beside {field}"
 
 
 def test_what_was_typed_comes_back_escaped(client: TestClient) -> None:
