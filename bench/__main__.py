@@ -1,6 +1,10 @@
 """``python -m bench``: start the fake providers and the real app, run the scenarios, print
 the figures beside their targets and write them to ``bench/results/<timestamp>.json``.
 
+``--cluster W`` runs the same scenarios on two web nodes and W workers over PostgreSQL and
+Redis (``bench.cluster``); ``--compare`` first runs the latency scenario on the in-process
+stack too, so the table can set one beside the other.
+
 Everything listens on 127.0.0.1, every loop is bounded in count and in time, and the child
 processes are stopped however the run ends (Ctrl-C included).
 """
@@ -9,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import shutil
 import signal
 import sys
@@ -16,7 +21,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench import clients, processes, scenarios
 from bench.fake_providers import Pace, paces_from, parse_pace, realistic_paces
@@ -24,7 +29,14 @@ from bench.hotspots import summarize
 from bench.report import table, write_json
 from bench.stack import Stack, StackOptions
 
+if TYPE_CHECKING:
+    from bench.cluster import ClusterOptions
+
 SCENARIOS = ("history", "overhead", "latency", "memory", "scale")
+# The latency scenario's providers: one token per wire event at 50 tokens/s from the first
+# byte, replies of 48 tokens (about one second each).
+LATENCY_PACE = Pace(first_token_delay=0.0, tokens_per_second=50.0, tokens_per_chunk=1)
+LATENCY_TOKENS = 48
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
@@ -130,14 +142,58 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--provider-worker",
         action=argparse.BooleanOptionalAction,
-        default=True,
-        help="run the app with ARGUE_PROVIDER_WORKER=1 (its SDK calls in a worker process); "
-        "its CPU counts as the app's",
+        default=None,
+        help="set ARGUE_PROVIDER_WORKER=1 or 0 for the app (default: leave the app's own "
+        "default, what a user who sets nothing gets); the worker's CPU counts as the app's",
+    )
+    parser.add_argument(
+        "--viewer-stream",
+        choices=("page", "json"),
+        default="page",
+        help="the live stream the viewers watch: the page's HTML fragments (what a browser "
+        "gets) or the JSON API's events",
     )
     parser.add_argument(
         "--keep-home", action="store_true", help="keep the temporary data folder and logs"
     )
+    cluster = parser.add_argument_group(
+        "cluster",
+        "two web nodes and W `argue worker` processes on a throwaway PostgreSQL database and "
+        "a Redis key prefix, both removed afterwards",
+    )
+    cluster.add_argument(
+        "--cluster",
+        type=_at_least_one,
+        metavar="W",
+        help="run the scenarios on the cluster with W workers instead of the in-process app",
+    )
+    cluster.add_argument(
+        "--compare",
+        action="store_true",
+        help="with --cluster: run the latency scenario on the in-process app first, to compare",
+    )
+    cluster.add_argument(
+        "--worker-concurrency",
+        type=_at_least_one,
+        help="debates each worker runs at once (default: 1.25 x the largest step / W)",
+    )
+    cluster.add_argument(
+        "--postgres-url",
+        default="postgresql://postgres@127.0.0.1:5432/postgres",
+        help="a PostgreSQL database whose user may create databases: the run's is made beside it",
+    )
+    cluster.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     return parser.parse_args(argv)
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
 
 
 async def run(args: argparse.Namespace, plan: Plan, stack: Stack, stamp: str) -> dict[str, Any]:
@@ -188,12 +244,23 @@ async def run(args: argparse.Namespace, plan: Plan, stack: Stack, stamp: str) ->
             )
             await scenarios.app_idle(stack, http)
         if "latency" in chosen:
+            # The hardest steady load a user meets: every token its own wire event, no
+            # first-token wait, short replies and the next call at once. Short enough that
+            # no 8-round duel ends inside the window.
             shape = scenarios.LoadShape(
-                plan.latency_debates, plan.latency_viewers, 8, plan.warmup, window
+                plan.latency_debates, plan.latency_viewers, 8, plan.warmup, min(window, 10.0)
             )
-            _say(f"latency: {shape.debates} duels x {shape.viewers} viewers")
+            _say(
+                f"latency: {shape.debates} duels x {shape.viewers} viewers, "
+                f"{LATENCY_TOKENS}-token replies, one token per event"
+            )
             result["latency"] = await scenarios.load(
-                stack, http, watchers, shape, paces=paces, tokens=tokens
+                stack,
+                http,
+                watchers,
+                shape,
+                paces=dict.fromkeys(paces, LATENCY_PACE),
+                tokens=LATENCY_TOKENS,
             )
             await scenarios.app_idle(stack, http)
         if "scale" in chosen:
@@ -248,7 +315,8 @@ async def _scale(
         if not idle:
             out["stopped_because"] = "the app did not wind down after a step"
             break
-    profile = args.profile if args.profile is not None else not args.quick
+    # py-spy follows one process: in a cluster that would be node A, not where debates run.
+    profile = args.profile if args.profile is not None else not (args.quick or args.cluster)
     if profile and shutil.which("py-spy") and time.monotonic() + 60 < deadline:
         debates = args.profile_debates or min(out["largest_passing"] or steps[0], 200)
         path = args.results_dir / f"profile-{stamp}.txt"
@@ -284,6 +352,39 @@ def _say(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
+def _cluster_options(args: argparse.Namespace, plan: Plan) -> ClusterOptions:
+    from bench.cluster import ClusterOptions, worker_concurrency
+
+    steps = (
+        tuple(int(s) for s in args.scale_steps.split(",")) if args.scale_steps else plan.scale_steps
+    )
+    largest = max(*steps, plan.latency_debates, plan.memory_debates)
+    return ClusterOptions(
+        workers=args.cluster,
+        worker_concurrency=args.worker_concurrency or worker_concurrency(largest, args.cluster),
+        postgres_url=args.postgres_url,
+        redis_url=args.redis_url,
+    )
+
+
+def _in_process_latency(
+    args: argparse.Namespace, plan: Plan, options: StackOptions, stamp: str
+) -> dict[str, Any]:
+    """The latency scenario on the in-process app (no stored history: it is not measured),
+    with the same plan, paces and tokens as the cluster run that follows."""
+    stack = Stack(dataclasses.replace(options, history_debates=0))
+    only_latency = argparse.Namespace(**{**vars(args), "only": ["latency"]})
+    try:
+        _say("in-process app first, for comparison")
+        stack.start()
+        return asyncio.run(run(only_latency, plan, stack, stamp))
+    except Exception as error:
+        _say(f"in-process comparison failed: {type(error).__name__}: {error}")
+        return {"error": f"{type(error).__name__}: {error}"}
+    finally:
+        stack.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     plan = QUICK if args.quick else FULL
@@ -296,10 +397,10 @@ def main(argv: list[str] | None = None) -> int:
         else args.history_debates,
         keep_home=args.keep_home,
         provider_worker=args.provider_worker,
+        viewer_stream=args.viewer_stream,
     )
     # SIGTERM ends the run like Ctrl-C: through the finally below, which stops the children.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    stack = Stack(options)
     result: dict[str, Any] = {
         "mode": "quick" if args.quick else "full",
         "started": stamp,
@@ -307,9 +408,23 @@ def main(argv: list[str] | None = None) -> int:
         "paces": {k: vars(v) for k, v in options.paces.items()},
         "tokens_per_reply": options.tokens,
     }
+    stack = Stack(options)
+    if args.cluster:
+        cluster = _cluster_options(args, plan)
+        result["cluster"] = {
+            "web_nodes": 2,
+            "workers": cluster.workers,
+            "worker_concurrency": cluster.worker_concurrency,
+        }
+        from bench.cluster import ClusterStack
+
+        stack = ClusterStack(options, cluster=cluster)
     started = time.monotonic()
     try:
-        _say(f"starting the fake providers and the app (data folder {stack.home})")
+        if args.cluster and args.compare:
+            result["in_process"] = _in_process_latency(args, plan, options, stamp)
+        what = f"two web nodes and {args.cluster} worker(s)" if args.cluster else "the app"
+        _say(f"starting the fake providers and {what} (data folder {stack.home})")
         stack.start()
         result["seed_seconds"] = round(stack.seed_seconds, 2)
         result.update(asyncio.run(run(args, plan, stack, stamp)))

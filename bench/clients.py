@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import aiohttp
 import httpx
 
-from bench.fake_providers import STAMP_PATTERN
+from bench.fake_providers import stamps_in
 
 DUEL_SEATS = {
     "claude": {"provider": "anthropic", "model": "bench-claude"},
@@ -90,6 +91,11 @@ async def cancel_debate(http: httpx.AsyncClient, base_url: str, debate_id: str) 
         await http.post(f"{base_url}/api/debates/{debate_id}/cancel")
 
 
+# The two live streams of a debate: the page's (HTML fragments, what a browser watching the
+# debate gets; every event rendered by the app) and the JSON API's (what scripts get).
+STREAM_PATHS = {"page": "/debates/{id}/stream", "json": "/api/debates/{id}/events"}
+
+
 async def watch(
     viewers: aiohttp.ClientSession,
     base_url: str,
@@ -97,40 +103,56 @@ async def watch(
     samples: Samples,
     *,
     primary: bool,
+    stream: str = "page",
     first_event: asyncio.Event | None = None,
 ) -> ViewResult:
-    """Read the debate's event stream to its end, sampling every stamped token."""
+    """Read the debate's event stream to its end, sampling every stamped token the first
+    time it shows (a completed turn's HTML repeats the stamps its deltas already brought)."""
     result = ViewResult(debate_id)
-    url = f"{base_url}/api/debates/{debate_id}/events"
+    url = base_url + STREAM_PATHS[stream].format(id=debate_id)
+    seen: set[float] = set()
     try:
-        async with viewers.get(url) as response:
+        async with viewers.get(url, headers={"Accept": "text/event-stream"}) as response:
             response.raise_for_status()
             result.connected_at = time.monotonic()
-            event_type, data = "message", ""
+            event_type, data = "message", []
             async for raw in response.content:
                 line = raw.decode().rstrip("\r\n")
                 if line.startswith("event:"):
                     event_type = line[6:].strip()
                 elif line.startswith("data:"):
-                    data = line[5:].lstrip()
+                    data.append(line[5:].removeprefix(" "))
                 elif not line and data:
                     received = time.monotonic()
+                    text = "\n".join(data)
                     result.events += 1
                     if result.first_event_at is None:
                         result.first_event_at = received
                         if first_event is not None:
                             first_event.set()
-                    if event_type == "delta":
-                        stamps = [float(s) for s in STAMP_PATTERN.findall(data)]
-                        live = [s for s in stamps if s >= result.connected_at]
-                        samples.add(received, live, primary=primary)
-                    elif event_type == "end":
+                    if event_type == "end":
                         result.ended_at = received
-                        result.end_status = str(json.loads(data).get("status"))
-                    event_type, data = "message", ""
+                        result.end_status = _end_status(stream, text)
+                    else:
+                        fresh = [s for s in stamps_in(text) if s not in seen]
+                        seen.update(fresh)
+                        live = [s for s in fresh if s >= result.connected_at]
+                        samples.add(received, live, primary=primary)
+                    event_type, data = "message", []
     except (aiohttp.ClientError, RuntimeError, ValueError) as error:
         result.error = f"{type(error).__name__}: {error}"
     return result
+
+
+def _end_status(stream: str, data: str) -> str:
+    """The debate's final status: in the JSON event's body, or the page's status badge."""
+    if stream == "json":
+        return str(json.loads(data).get("status"))
+    match = _PAGE_STATUS.search(data)
+    return match.group(1) if match else "unknown"
+
+
+_PAGE_STATUS = re.compile(r'id="status" class="badge badge-([a-z]+)"')
 
 
 async def debate_status(http: httpx.AsyncClient, base_url: str, debate_id: str) -> dict[str, Any]:

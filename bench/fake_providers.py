@@ -17,6 +17,7 @@ Run alone: ``python -m bench.fake_providers --port 8765 --pace anthropic=0.5:50`
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import signal
 import sys
@@ -30,7 +31,8 @@ import httpx
 
 STAMP_PLACEHOLDER = "@@NOW@@"
 STAMPED_TOKEN = f"<@{STAMP_PLACEHOLDER}> "
-STAMP_PATTERN = re.compile(r"<@(\d+\.\d+)>")
+# As sent, and as the page's HTML fragments carry it (escaped).
+STAMP_PATTERN = re.compile(r"(?:<|&lt;)@(\d+\.\d+)(?:>|&gt;)")
 PROVIDERS = ("anthropic", "gemini", "openai")
 
 
@@ -129,15 +131,45 @@ async def recorded_requests(client: httpx.AsyncClient, base_url: str) -> list[di
 # -- the server process -------------------------------------------------------------------
 
 
-def _stamping(wire: ModuleType) -> Any:
-    """The wire module with ``stream_token`` stamping each token as it is sent."""
+# What real streams carry besides the text, per wire event: the SDKs parse all of it, so a
+# fake without it would be cheaper for the app than the real APIs. Gemini repeats the usage
+# so far, the model version and the response id in every chunk; OpenAI adds the service tier,
+# a null usage and a random-length ``obfuscation`` pad (to hide token lengths) to every chunk.
+_GEMINI_EXTRAS = {
+    "usageMetadata": {
+        "promptTokenCount": 412,
+        "totalTokenCount": 412,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 412}],
+    },
+    "responseId": "b2xkLWZha2UtcmVzcG9uc2UtaWQ",
+}
+_OPENAI_EXTRAS = {"service_tier": "default", "usage": None, "obfuscation": "k3Jd9aQ2xZ"}
+
+
+def _full_shape(provider: str, frame: bytes) -> bytes:
+    """A text chunk as the real API sends it: the fake's own frame with the real API's other
+    fields added (Anthropic's text deltas carry nothing more)."""
+    extras = {"gemini": _GEMINI_EXTRAS, "openai": _OPENAI_EXTRAS}.get(provider)
+    if extras is None:
+        return frame
+    head, _, rest = frame.partition(b"data: ")
+    end = rest.index(b"\n")
+    if rest[end - 1 : end] == b"\r":
+        end -= 1
+    payload = json.loads(rest[:end])
+    payload.update(extras)
+    return head + b"data: " + json.dumps(payload).encode() + rest[end:]
+
+
+def _stamping(provider: str, wire: ModuleType) -> Any:
+    """The wire module with ``stream_token`` stamping each token as it is sent, in the real
+    API's full event shape."""
     original = wire.stream_token
 
     def stream_token(model: str, text: str) -> bytes:
         if STAMP_PLACEHOLDER in text:
             text = text.replace(STAMP_PLACEHOLDER, f"{time.monotonic():.6f}")
-        result: bytes = original(model, text)
-        return result
+        return _full_shape(provider, original(model, text))
 
     names = {name: getattr(wire, name) for name in dir(wire) if not name.startswith("__")}
     return SimpleNamespace(**{**names, "stream_token": stream_token})
@@ -148,7 +180,7 @@ def serve(host: str, port: int, paces: dict[str, Pace], tokens: int) -> None:
     from tests.fakes import llm_server
 
     for name, wire in list(llm_server.WIRES.items()):
-        llm_server.WIRES[name] = _stamping(wire)
+        llm_server.WIRES[name] = _stamping(name, wire)
     server = llm_server.FakeLLMServer(host=host, port=port)
     for provider, pace in paces.items():
         server.rule(

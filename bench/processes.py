@@ -86,6 +86,20 @@ def wait_until_ready(url: str, process: subprocess.Popen[bytes], *, timeout: flo
     raise RuntimeError(f"{url} did not answer within {timeout:.0f}s")
 
 
+def wait_for_log(
+    path: Path, fragment: str, process: subprocess.Popen[bytes], *, timeout: float = 60
+) -> None:
+    """Wait until the process's log file holds ``fragment``; fail early if it died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and fragment in path.read_text(errors="replace"):
+            return
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode}")
+        time.sleep(0.1)
+    raise RuntimeError(f"{path.name} did not say {fragment!r} within {timeout:.0f}s")
+
+
 def python(*args: str) -> list[str]:
     return [sys.executable, *args]
 
@@ -113,6 +127,15 @@ def usage(pid: int) -> Usage:
             rss = int(line.split()[1]) * 1024
             break
     return Usage(time.monotonic(), (utime + stime) / _CLOCK_TICKS, rss)
+
+
+def cpu_seconds_between(before: dict[str, Usage], after: dict[str, Usage]) -> dict[str, float]:
+    """CPU seconds each named process used between two readings (those read both times)."""
+    return {
+        name: round(after[name].cpu_seconds - before[name].cpu_seconds, 3)
+        for name in before
+        if name in after
+    }
 
 
 def _child_pids(pid: int) -> list[int]:

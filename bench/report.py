@@ -1,5 +1,11 @@
 """The figures people read: a table of measured values beside their targets (PASS/MISS),
-and the whole result written as JSON."""
+and the whole result written as JSON.
+
+For a cluster run (``--cluster W``) the table adds what the cluster costs: CPU seconds per
+1,000 tokens of the workers and of the web nodes, measured per process over the latency
+window, and the debates one core carries at that pace (1 / the CPU seconds per second one
+debate takes); with ``--compare``, the in-process latency beside the cluster's.
+"""
 
 from __future__ import annotations
 
@@ -33,8 +39,102 @@ def _le(value: Any, limit: float) -> bool | None:
     return None if value is None else bool(value <= limit)
 
 
+@dataclass(frozen=True)
+class CpuCost:
+    """What a load step's debates cost in CPU, split between a cluster's workers and web
+    nodes (the in-process app is all "web": its web process and provider worker)."""
+
+    debates: int
+    seconds: float
+    tokens: int
+    worker_cpu: dict[str, float]  # CPU seconds in the window, by worker process
+    web_cpu: dict[str, float]
+
+    @classmethod
+    def of(cls, step: dict[str, Any]) -> CpuCost | None:
+        by_process: dict[str, float] = step.get("cpu_seconds_by_process") or {}
+        if not by_process or not step.get("window_seconds"):
+            return None
+        return cls(
+            debates=int(step["debates"]),
+            seconds=float(step["window_seconds"]),
+            tokens=int(step["tokens_streamed_in_window"]),
+            worker_cpu={k: v for k, v in by_process.items() if k.startswith("worker")},
+            web_cpu={k: v for k, v in by_process.items() if not k.startswith("worker")},
+        )
+
+    def per_1000_tokens(self, cpu_seconds: float) -> float | None:
+        return cpu_seconds / self.tokens * 1000 if self.tokens else None
+
+    def debates_per_core(self, cpu_seconds: float) -> float | None:
+        """1 / (CPU seconds one debate takes per second), at the measured pace."""
+        return self.debates * self.seconds / cpu_seconds if cpu_seconds > 0 else None
+
+    @property
+    def tokens_per_second_per_debate(self) -> float:
+        return self.tokens / self.seconds / self.debates
+
+
+def _cluster_rows(result: dict[str, Any], latency: dict[str, Any]) -> list[Row]:
+    out: list[Row] = []
+    shape = f"{latency['debates']} duels x {latency['viewers_per_debate']} viewers"
+    here = latency["token_to_viewer"]["p99_ms"]
+    there = (result.get("in_process") or {}).get("latency", {}).get("token_to_viewer", {})
+    if there:
+        out.append(Row(f"in-process token->viewer p99, {shape}", _fmt(there.get("p99_ms"), " ms")))
+        extra = None if here is None or there.get("p99_ms") is None else here - there["p99_ms"]
+        out.append(
+            Row(
+                f"token->viewer p99 through Redis minus in-process, {shape}",
+                _fmt(extra, " ms"),
+                "<= 15 ms",
+                _le(extra, 15),
+            )
+        )
+    cost = CpuCost.of(latency)
+    if cost is None:
+        return out
+    workers = sum(cost.worker_cpu.values())
+    web = sum(cost.web_cpu.values())
+    pace = f"{cost.tokens_per_second_per_debate:.0f} tokens/s per duel"
+    out.append(
+        Row(
+            f"workers' CPU s per 1,000 tokens (all workers' CPU / tokens), {shape}",
+            _fmt(cost.per_1000_tokens(workers)),
+        )
+    )
+    for name, seconds in cost.worker_cpu.items():
+        share = seconds / workers * 100 if workers else None
+        out.append(
+            Row(
+                f"  {name}: CPU utilisation, share of the workers' CPU",
+                f"{_fmt(seconds / cost.seconds)}, {_fmt(share, '%')}",
+            )
+        )
+    out.append(
+        Row(
+            f"web nodes' CPU s per 1,000 tokens ({latency['viewers_per_debate']} viewers each)",
+            _fmt(cost.per_1000_tokens(web)),
+        )
+    )
+    for name, seconds in cost.web_cpu.items():
+        out.append(Row(f"  {name}: CPU utilisation", _fmt(seconds / cost.seconds)))
+    out.append(
+        Row(f"debates per core, workers only ({pace})", _fmt(cost.debates_per_core(workers)))
+    )
+    return out
+
+
 def rows(result: dict[str, Any]) -> list[Row]:
     out: list[Row] = []
+    cluster = result.get("cluster")
+    if cluster:
+        out.append(
+            Row(
+                "cluster: web nodes x workers (debates each worker runs at once)",
+                f"{cluster['web_nodes']} x {cluster['workers']} ({cluster['worker_concurrency']})",
+            )
+        )
     for item in result.get("overhead", []):
         out.append(
             Row(
@@ -79,6 +179,18 @@ def rows(result: dict[str, Any]) -> list[Row]:
                 _fmt(latency["app_cpu_seconds_per_1000_tokens"]),
             )
         )
+        cost = CpuCost.of(latency)
+        if cost is not None:
+            everything = sum(cost.worker_cpu.values()) + sum(cost.web_cpu.values())
+            out.append(
+                Row(
+                    f"debates per core, every app process, {shape} "
+                    f"({cost.tokens_per_second_per_debate:.0f} tokens/s per duel)",
+                    _fmt(cost.debates_per_core(everything)),
+                )
+            )
+        if cluster:
+            out.extend(_cluster_rows(result, latency))
     scale = result.get("scale")
     if scale:
         best = scale.get("largest_passing")
@@ -105,6 +217,15 @@ def rows(result: dict[str, Any]) -> list[Row]:
                     f"{_fmt(step['app_cpu_seconds_per_1000_tokens'])}",
                 )
             )
+            cost = CpuCost.of(step) if cluster else None
+            if cost is not None:  # in a cluster, "(web)" above is node A alone
+                out.append(
+                    Row(
+                        "    CPU utilisation: workers/web nodes",
+                        f"{_fmt(sum(cost.worker_cpu.values()) / cost.seconds)}/"
+                        f"{_fmt(sum(cost.web_cpu.values()) / cost.seconds)}",
+                    )
+                )
     mem = result.get("memory")
     if mem:
         out.append(Row("memory per running debate", _fmt(mem["kib_per_running_debate"], " KiB")))

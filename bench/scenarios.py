@@ -119,7 +119,15 @@ async def overhead(
         http, stack.app_url, topic=_topic(format), format=format, rounds=rounds
     )
     view = await asyncio.wait_for(
-        watch(watchers, stack.app_url, debate_id, samples, primary=True), limit
+        watch(
+            watchers,
+            stack.app_url,
+            debate_id,
+            samples,
+            primary=True,
+            stream=stack.options.viewer_stream,
+        ),
+        limit,
     )
     if view.ended_at is None:
         raise RuntimeError(f"{format} {debate_id} did not end: {view.error}")
@@ -240,7 +248,14 @@ async def load(
         for viewer in range(shape.viewers):
             views.append(
                 asyncio.create_task(
-                    watch(watchers, stack.app_url, debate_id, samples, primary=viewer == 0)
+                    watch(
+                        watchers,
+                        stack.viewer_url(viewer),
+                        debate_id,
+                        samples,
+                        primary=viewer == 0,
+                        stream=stack.options.viewer_stream,
+                    )
                 )
             )
 
@@ -257,11 +272,13 @@ async def load(
     profiler = Profiler(stack.app_pid, profile_to, shape.window) if profile_to else None
     app0, fake0 = stack.app_usage(), processes.usage(stack.fake_pid)
     web0, own0 = processes.usage(stack.app_pid), processes.usage(os.getpid())
+    parts0 = stack.process_usages()
     samples.open = True
     await asyncio.sleep(shape.window)
     samples.open = False
     app1, fake1 = stack.app_usage(), processes.usage(stack.fake_pid)
     web1, own1 = processes.usage(stack.app_pid), processes.usage(os.getpid())
+    parts1 = stack.process_usages()
     lags = await lag.stop()
     probe.cancel()
     probes = (await asyncio.gather(probe, return_exceptions=True))[0]
@@ -288,6 +305,8 @@ async def load(
         "tokens_per_second": round(tokens_seen / elapsed, 1) if elapsed else None,
         # The app is the web process plus its provider worker (when it has one).
         "app_cpu_utilisation": round(app_cpu / elapsed, 3) if elapsed else None,
+        # Each of the app's processes (web nodes and workers in a cluster), CPU seconds.
+        "cpu_seconds_by_process": processes.cpu_seconds_between(parts0, parts1),
         "web_process_cpu_utilisation": round((web1.cpu_seconds - web0.cpu_seconds) / elapsed, 3)
         if elapsed
         else None,
@@ -395,6 +414,7 @@ async def memory(
                         debate_id,
                         samples,
                         primary=False,
+                        stream=stack.options.viewer_stream,
                         first_event=event,
                     )
                 )

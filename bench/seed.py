@@ -1,6 +1,6 @@
 """Stored history for the history-page figure: finished debates written straight into the
-app's SQLite database before the server starts, through the app's own store, in one
-transaction."""
+app's database (the SQLite file of the in-process stack, or the cluster's PostgreSQL
+database) before the servers start, through the app's own store, in one transaction."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from app import store
 from app.db import make_engine
 from app.migrate import migrate
 from app.models import Debate
-from app.spec import DebateSpec, FormatName, Seat
+from app.spec import DebateSpec, Seat
 
 _SEATS = {
     "duel": (
@@ -38,10 +38,16 @@ _SEATS = {
 }
 
 
-def seed_history(home: Path, *, count: int) -> None:
-    """``count`` completed debates, a fifth of them panels."""
+def sqlite_url(home: Path) -> str:
+    """The database the app uses in ``home`` when ``ARGUE_DATABASE_URL`` is unset."""
     home.mkdir(parents=True, exist_ok=True)
-    engine = make_engine(f"sqlite:///{home / 'argue.db'}")
+    return f"sqlite:///{home / 'argue.db'}"
+
+
+def seed_history(url: str, *, count: int) -> None:
+    """The schema brought to head, then ``count`` completed debates, a fifth of them panels,
+    in the database at ``url`` (any URL ``app.database_url`` accepts)."""
+    engine = make_engine(url, pool_size=1)
     migrate(engine)
     if count <= 0:
         engine.dispose()
@@ -49,7 +55,7 @@ def seed_history(home: Path, *, count: int) -> None:
     now = datetime.now(UTC)
     with Session(engine) as session, session.begin():
         for i in range(count):
-            fmt: FormatName = "panel" if i % 5 == 0 else "duel"
+            fmt = "panel" if i % 5 == 0 else "duel"
             spec = DebateSpec(
                 topic=f"Stored debate {i}: should teams adopt practice number {i % 97}?",
                 format=fmt,

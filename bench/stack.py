@@ -8,6 +8,7 @@ the benchmark would hit, and retry/stall settings that fail fast instead of hidi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -26,7 +27,10 @@ class StackOptions:
     history_debates: int
     keep_home: bool = False
     access_log: bool = False
-    provider_worker: bool = True
+    # None: the app's own default (what a user who sets nothing gets).
+    provider_worker: bool | None = None
+    # Which live stream the viewers watch: "page" (a browser's) or "json".
+    viewer_stream: str = "page"
 
 
 @dataclass
@@ -40,10 +44,10 @@ class Stack:
     seed_seconds: float = 0.0
 
     def start(self) -> None:
-        from bench.seed import seed_history  # imports the app's database layer
+        from bench.seed import seed_history, sqlite_url  # imports the app's database layer
 
         started = time.monotonic()
-        seed_history(self.home, count=self.options.history_debates)
+        seed_history(sqlite_url(self.home), count=self.options.history_debates)
         self.seed_seconds = time.monotonic() - started
         self._start_fake()
         self._start_app()
@@ -65,22 +69,7 @@ class Stack:
 
     def _start_app(self) -> None:
         port = processes.free_port()
-        args = processes.python(
-            "-m",
-            "uvicorn",
-            "--factory",
-            "app.web.app:create_app",
-            "--host",
-            processes.HOST,
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-            "--timeout-graceful-shutdown",
-            "3",
-        )
-        if not self.options.access_log:
-            args.append("--no-access-log")
+        args = app_command(port, access_log=self.options.access_log)
         process = processes.spawn(args, env=self.app_env(), log=self.home / "app.log")
         self.app_url = f"http://{processes.HOST}:{port}"
         processes.wait_until_ready(f"{self.app_url}/healthz", process)
@@ -120,9 +109,23 @@ class Stack:
             ARGUE_STALL_TIMEOUT="30",
             ARGUE_REQUEST_TIMEOUT="300",
             PYTHONUNBUFFERED="1",
-            ARGUE_PROVIDER_WORKER="1" if self.options.provider_worker else "0",
         )
+        if self.options.provider_worker is not None:
+            env["ARGUE_PROVIDER_WORKER"] = "1" if self.options.provider_worker else "0"
         return env
+
+    def viewer_url(self, viewer: int) -> str:
+        """The app a debate's ``viewer``-th viewer watches through: the one app here."""
+        return self.app_url
+
+    def process_usages(self) -> dict[str, processes.Usage]:
+        """Each of the app's processes by name, for CPU per process over a window."""
+        parts = {"web": processes.usage(self.app_pid)}
+        worker = self.worker_pid()
+        if worker is not None:
+            with contextlib.suppress(OSError):  # it just stopped
+                parts["provider worker"] = processes.usage(worker)
+        return parts
 
     def app_usage(self) -> processes.Usage:
         """The app's CPU and memory: the web process and, when it runs, its provider worker."""
@@ -152,3 +155,24 @@ class Stack:
         processes.stop_all()
         if not self.options.keep_home:
             shutil.rmtree(self.home, ignore_errors=True)
+
+
+def app_command(port: int, *, access_log: bool) -> list[str]:
+    """uvicorn serving the app on 127.0.0.1:``port``, configured by its environment."""
+    args = processes.python(
+        "-m",
+        "uvicorn",
+        "--factory",
+        "app.web.app:create_app",
+        "--host",
+        processes.HOST,
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        "--timeout-graceful-shutdown",
+        "3",
+    )
+    if not access_log:
+        args.append("--no-access-log")
+    return args

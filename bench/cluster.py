@@ -1,0 +1,280 @@
+"""The system under test as a team deploys it: the fake providers, two web nodes and W
+``argue worker`` processes, all sharing a throwaway PostgreSQL database and a Redis key prefix.
+
+The web nodes (uvicorn serving ``app.web.app:create_app``, as the in-process stack does) only
+enqueue debates (``ARGUE_RUN_DEBATES=workers``); the workers run them and publish their events
+to Redis, from where either node streams them. Every process gets the same environment.
+
+The database (``argue_bench_<random>``) is made on the PostgreSQL server, migrated and seeded
+with the stored history before anything starts; on the way out, however the run ends, the
+processes are stopped, then the database is dropped and every Redis key under the prefix
+(``argue-bench-<random>:``) deleted.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import shutil
+import time
+from dataclasses import dataclass, field
+
+import redis
+from sqlalchemy import text
+from sqlalchemy.engine import Engine, make_url
+
+from bench import processes
+from bench.stack import Stack, app_command
+
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+NODES = ("a", "b")
+HOW_TO_START = (
+    "the cluster benchmark needs PostgreSQL (trust authentication for user postgres on "
+    "127.0.0.1:5432, or --postgres-url for a user that may create databases) and Redis 6.2+ "
+    "(127.0.0.1:6379, or --redis-url): e.g. `pg_ctlcluster 15 main start` and "
+    "`redis-server --port 6379 --save '' --appendonly no --daemonize yes`"
+)
+
+
+class ClusterUnavailable(RuntimeError):
+    """PostgreSQL or Redis did not answer: the message says which and how to start them."""
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    workers: int
+    worker_concurrency: int
+    postgres_url: str = DEFAULT_POSTGRES_URL  # any database there: ours is made beside it
+    redis_url: str = DEFAULT_REDIS_URL
+
+
+def worker_concurrency(largest_step: int, workers: int) -> int:
+    """Debates each worker may run at once: its share of the largest step, with a quarter
+    more so that a queue that hands one worker more than its share does not hold debates
+    back (the app accepts 1 to 1000)."""
+    return max(4, min(1000, math.ceil(largest_step * 1.25 / workers)))
+
+
+def missing_services(options: ClusterOptions) -> str | None:
+    """What of PostgreSQL and Redis does not answer, with how to start them; None if both do."""
+    problems = []
+    try:
+        engine = _admin_engine(options.postgres_url)
+        try:
+            with engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+        finally:
+            engine.dispose()
+    except Exception as error:  # any failure to reach or use the server
+        problems.append(f"PostgreSQL: {str(error).splitlines()[0]}")
+    client = redis.Redis.from_url(options.redis_url, socket_connect_timeout=1.0, socket_timeout=1.0)
+    try:
+        client.ping()
+    except (redis.RedisError, OSError) as error:
+        problems.append(f"Redis: {error}")
+    finally:
+        client.close()
+    return f"{'; '.join(problems)} — {HOW_TO_START}" if problems else None
+
+
+def _admin_engine(url: str) -> Engine:
+    from app.db import make_engine  # the app's database layer, imported when first needed
+
+    engine = make_engine(url, pool_size=1)
+    return engine.execution_options(isolation_level="AUTOCOMMIT")
+
+
+@dataclass
+class ClusterStack(Stack):
+    """The in-process stack's interface (``app_url`` is node A, where debates are started;
+    ``app_usage`` sums every web node and worker) plus what only a cluster has."""
+
+    cluster: ClusterOptions = field(default_factory=lambda: ClusterOptions(1, 4))
+    database_name: str = ""
+    database_url: str = ""
+    redis_prefix: str = ""
+    node_urls: list[str] = field(default_factory=list)
+    node_pids: list[int] = field(default_factory=list)
+    worker_pids: list[int] = field(default_factory=list)
+
+    def start(self) -> None:
+        from bench.seed import seed_history  # imports the app's database layer
+
+        problem = missing_services(self.cluster)
+        if problem:
+            raise ClusterUnavailable(problem)
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.redis_prefix = f"argue-bench-{secrets.token_hex(6)}:"
+        self._create_database()
+        started = time.monotonic()
+        seed_history(self.database_url, count=self.options.history_debates)
+        self.seed_seconds = time.monotonic() - started
+        self._start_fake()
+        self._start_cluster()
+
+    def _create_database(self) -> None:
+        name = f"argue_bench_{secrets.token_hex(5)}"
+        self.database_name = name  # before it exists: a Ctrl-C from here on still drops it
+        engine = _admin_engine(self.cluster.postgres_url)
+        try:
+            with engine.connect() as connection:
+                connection.execute(text(f'CREATE DATABASE "{name}"'))
+        finally:
+            engine.dispose()
+        self.database_url = (
+            make_url(self.cluster.postgres_url)
+            .set(database=name)
+            .render_as_string(hide_password=False)
+        )
+
+    def _start_cluster(self) -> None:
+        env = self.app_env()
+        # Started together; the schema is already at head, and the queue's tables are made
+        # under a lock by whichever process comes first.
+        nodes = []
+        for name in NODES:
+            port = processes.free_port()
+            process = processes.spawn(
+                app_command(port, access_log=self.options.access_log),
+                env=env,
+                log=self.home / f"node-{name}.log",
+            )
+            nodes.append((f"http://{processes.HOST}:{port}", process))
+        workers = []
+        for number in range(1, self.cluster.workers + 1):
+            name = f"bench-worker-{number}"
+            log = self.home / f"worker-{number}.log"
+            args = processes.python("-m", "app.cli.main", "worker", "--name", name)
+            workers.append((name, log, processes.spawn(args, env=env, log=log)))
+        try:
+            for url, process in nodes:
+                processes.wait_until_ready(f"{url}/healthz", process)
+                self.node_urls.append(url)
+                self.node_pids.append(process.pid)
+            for name, log, process in workers:
+                processes.wait_for_log(log, f"worker {name}: up to", process)
+                self.worker_pids.append(process.pid)
+        except RuntimeError as error:  # say why, before stop() removes the logs
+            raise RuntimeError(f"{error}\n{self.app_log_tail()}") from error
+        self.app_url, self.app_pid = self.node_urls[0], self.node_pids[0]
+        self._wait_until_quiet()
+
+    def _wait_until_quiet(self, *, limit: float = 20.0) -> None:
+        """Until start-up work (imports, the queue's first polls) stops using CPU."""
+        deadline = time.monotonic() + limit
+        before = self.app_usage()
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            after = self.app_usage()
+            if after.cpu_seconds - before.cpu_seconds < 0.05 * len(self.process_usages()):
+                return
+            before = after
+
+    def app_env(self) -> dict[str, str]:
+        env = super().app_env()
+        env.update(
+            ARGUE_DATABASE_URL=self.database_url,
+            ARGUE_REDIS_URL=self.cluster.redis_url,
+            ARGUE_REDIS_KEY_PREFIX=self.redis_prefix,
+            ARGUE_RUN_DEBATES="workers",
+            ARGUE_WORKER_CONCURRENCY=str(self.cluster.worker_concurrency),
+            # The web nodes call no provider in workers mode, and `argue worker` makes its
+            # calls in its own process: a provider worker would only idle.
+            ARGUE_PROVIDER_WORKER="0",
+        )
+        return env
+
+    def viewer_url(self, viewer: int) -> str:
+        """Viewers alternate between the nodes: node A (where debates start) and node B."""
+        return self.node_urls[viewer % len(self.node_urls)]
+
+    def process_usages(self) -> dict[str, processes.Usage]:
+        parts = {
+            f"web {name}": processes.usage(pid)
+            for name, pid in zip(NODES, self.node_pids, strict=True)
+        }
+        for number, pid in enumerate(self.worker_pids, start=1):
+            parts[f"worker {number}"] = processes.usage(pid)
+        return parts
+
+    def app_usage(self) -> processes.Usage:
+        """Every web node and worker: CPU seconds and resident memory summed."""
+        parts = list(self.process_usages().values())
+        return processes.Usage(
+            min(p.at for p in parts),
+            sum(p.cpu_seconds for p in parts),
+            sum(p.rss_bytes for p in parts),
+        )
+
+    def worker_pid(self) -> int | None:
+        return None  # no provider worker process here (ARGUE_PROVIDER_WORKER=0)
+
+    def app_log_tail(self, lines: int = 20) -> str:
+        tails = []
+        for path in sorted(self.home.glob("node-*.log")) + sorted(self.home.glob("worker-*.log")):
+            tail = path.read_text(errors="replace").splitlines()[-lines:]
+            if tail:
+                tails.append(f"--- {path.name}\n" + "\n".join(tail))
+        return "\n".join(tails)
+
+    def stop(self) -> None:
+        """Processes first (so nothing writes any more), then the database and the Redis
+        keys; each step runs even if one before it failed. Safe to call twice."""
+        try:
+            processes.stop_all()
+        finally:
+            try:
+                self._drop_database()
+            finally:
+                try:
+                    self._delete_redis_keys()
+                finally:
+                    if not self.options.keep_home:
+                        shutil.rmtree(self.home, ignore_errors=True)
+
+    def _drop_database(self) -> None:
+        if not self.database_name:
+            return
+        engine = _admin_engine(self.cluster.postgres_url)
+        try:
+            with engine.connect() as connection:
+                connection.execute(
+                    text(f'DROP DATABASE IF EXISTS "{self.database_name}" WITH (FORCE)')
+                )
+        finally:
+            engine.dispose()
+        self.database_name = ""
+
+    def _delete_redis_keys(self) -> None:
+        if not self.redis_prefix:
+            return
+        client = redis.Redis.from_url(self.cluster.redis_url)
+        try:
+            keys = list(client.scan_iter(match=f"{self.redis_prefix}*", count=1000))
+            for start in range(0, len(keys), 1000):
+                client.delete(*keys[start : start + 1000])
+        finally:
+            client.close()
+        self.redis_prefix = ""
+
+
+def redis_keys(url: str, prefix: str) -> list[bytes]:
+    """The keys under ``prefix`` (for checking that a run left none behind)."""
+    client = redis.Redis.from_url(url)
+    try:
+        return list(client.scan_iter(match=f"{prefix}*", count=1000))
+    finally:
+        client.close()
+
+
+def database_exists(admin_url: str, name: str) -> bool:
+    engine = _admin_engine(admin_url)
+    try:
+        with engine.connect() as connection:
+            found = connection.execute(
+                text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": name}
+            ).first()
+    finally:
+        engine.dispose()
+    return found is not None
