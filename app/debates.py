@@ -10,25 +10,30 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+)
 from sqlalchemy.engine import Engine
 
 from app import store
 from app.config import Settings
 from app.context import cut_context
 from app.db import session_scope
-from app.formats import get_format
+from app.formats import FormatName, format_names, get_format
 from app.models import Debate
 from app.pricing import PriceTable, bundled_table
 from app.providers.base import ProviderStatus
 from app.providers.registry import PROVIDER_NAMES, resolve_seat
 from app.spec import (
-    FORMATS,
     ContextFile,
     DebateSpec,
-    FormatName,
     Seat,
     SeedTool,
     TopicType,
@@ -142,7 +147,20 @@ class DebateRequest(BaseModel):
     )
     format: FormatName = "duel"
     topic_type: TopicType = "general"
-    rounds: int = Field(default=4, ge=MIN_ROUNDS, le=MAX_ROUNDS)
+    # Left out: the format's own default. Given, a whole number (``null`` is refused like any
+    # other non-number, so the schema says integer).
+    rounds: Annotated[
+        int | None,
+        WithJsonSchema(
+            {
+                "type": "integer",
+                "minimum": MIN_ROUNDS,
+                "maximum": MAX_ROUNDS,
+                "description": "Rounds for the formats that take them; left out: the "
+                "format's own default (duel 4, society 2 update rounds).",
+            }
+        ),
+    ] = Field(default=None, ge=MIN_ROUNDS, le=MAX_ROUNDS)
     seats: dict[str, SeatChoice] = Field(
         default_factory=dict,
         max_length=MAX_SEATS,
@@ -186,7 +204,7 @@ class DebateRequest(BaseModel):
     @classmethod
     def _rounds_not_a_flag(cls, value: Any) -> Any:
         # Lax mode reads true as 1; a flag where a count belongs is a mistake, not a request.
-        if isinstance(value, bool):
+        if value is None or isinstance(value, bool):
             raise ValueError(f"rounds is a whole number from {MIN_ROUNDS} to {MAX_ROUNDS}")
         return value
 
@@ -196,7 +214,7 @@ class DebateRequest(BaseModel):
         cls, value: dict[str, SeatChoice], info: ValidationInfo
     ) -> dict[str, SeatChoice]:
         chosen = info.data.get("format")
-        if chosen in FORMATS:
+        if chosen in format_names():
             roles = {seat.role for seat in get_format(chosen).default_seats()}
             unknown = sorted(set(value) - roles)
             if unknown:
@@ -264,7 +282,7 @@ def prepare(
         topic=request.topic,
         format=request.format,
         topic_type=request.topic_type,
-        rounds=request.rounds,
+        rounds=request.rounds if request.rounds is not None else fmt.default_rounds,
         seats=seats,
         context=context,
         skipped_paths=tuple(skipped_paths),

@@ -5,13 +5,17 @@ The layout:
     finals/<slug>.md                               always; overwritten
     history/<slug>-<type>-<YYYYMMDDTHHMMSS>.md     when the debate asked for history; then
                                                    only the 5 newest of that slug are kept
-    plans/<adjective>-<gerund>-<noun>.md           when topic_type is plan: the plan (the
-                                                   synthesis under a header naming its debate)
-    workspaces/debate_<YYYYMMDD_HHMMSS>_<id>/      panel only: 1_claims, 2_summaries, 3_report;
-                                                   the id keeps panels begun in the same
+    plans/<adjective>-<gerund>-<noun>.md           when the format hands the debate's synthesis
+                                                   over as a plan (a duel of topic_type plan):
+                                                   the synthesis under a header naming its
+                                                   debate
+    workspaces/debate_<YYYYMMDD_HHMMSS>_<id>/      when the format has a workspace (the
+                                                   panel's 1_claims, 2_summaries, 3_report);
+                                                   the id keeps debates begun in the same
                                                    second apart
 
-The content comes from ``app.export`` (pure); this module only decides paths and writes.
+The content comes from ``app.export`` (pure) and which files a debate has from its format
+(``app.formats``); this module only decides paths and writes.
 A topic that slugs to "" (a Japanese topic) is named ``debate-<id>`` (``export.file_slug``).
 """
 
@@ -28,6 +32,7 @@ from datetime import datetime
 from pathlib import Path
 
 from app import export
+from app.formats import get_format
 from app.models import Debate, Turn
 from app.pricing import price_table
 from app.spec import TOPIC_TYPES
@@ -75,15 +80,16 @@ def write_outputs(
 ) -> Outputs:
     """Write every file the debate calls for and return their paths."""
     slug = export.file_slug(debate)
+    fmt = get_format(debate.format)
     finals = write_finals(data_dir=data_dir, debate=debate, turns=turns, now=now)
     return Outputs(
         finals=finals,
         history=_write_history(data_dir, debate, turns, slug, now) if debate.history else None,
         plan=_write_plan(data_dir, debate, turns, now, rng)
-        if debate.topic_type == "plan"
+        if fmt.hands_over_plan(debate.topic_type)
         else None,
         workspace=_write_workspace(data_dir, debate, turns, now)
-        if debate.format == "panel"
+        if fmt.workspace is not None
         else None,
     )
 
@@ -97,7 +103,7 @@ def write_finals(*, data_dir: Path, debate: Debate, turns: Sequence[Turn], now: 
 
 
 def remove_outputs(*, data_dir: Path, debate_id: str, paths: Sequence[Path]) -> list[Path]:
-    """Remove the files a deleted debate wrote and its panel workspace; return what was
+    """Remove the files a deleted debate wrote and its workspace; return what was
     removed. Only files inside the data folder's own output folders are touched, whatever
     ``paths`` says (a path outside it, or a symlink leading out, is left alone), and a
     workspace only when its name ends with the debate's id."""
@@ -197,7 +203,8 @@ def _previous_plan_name(debate: Debate) -> str | None:
 
 def _write_workspace(data_dir: Path, debate: Debate, turns: Sequence[Turn], now: datetime) -> Path:
     root = data_dir / "workspaces" / export.workspace_name(debate)
-    for folder in export.WORKSPACE_FOLDERS:
+    workspace = get_format(debate.format).workspace
+    for folder in workspace.folders if workspace is not None else ():
         (root / folder).mkdir(parents=True, exist_ok=True)
     for relative, content in export.workspace_files(debate, turns, date=now).items():
         _write_text(root / relative, content)

@@ -15,9 +15,7 @@ from typing import Any, Literal
 from app.providers.base import Message
 
 __all__ = [
-    "FORMATS",
     "MODEL_NAME_RULE",
-    "PHASES",
     "SEEDS",
     "TOPIC_TYPES",
     "CompletedTurn",
@@ -30,28 +28,11 @@ __all__ = [
     "check_model_name",
 ]
 
-FormatName = Literal["duel", "panel", "society"]
 TopicType = Literal["general", "plan", "bug", "tech"]
 SeedTool = Literal["find_bug", "plan", "audit"]
 
-FORMATS: tuple[FormatName, ...] = ("duel", "panel", "society")
 TOPIC_TYPES: tuple[TopicType, ...] = ("general", "plan", "bug", "tech")
 SEEDS: tuple[SeedTool, ...] = ("find_bug", "plan", "audit")
-PHASES = (
-    "seed",
-    "opening",
-    "rebuttal",
-    "response",
-    "convergence",
-    "synthesis",
-    "claim",
-    "summary",
-    "judgement",
-    "swap_judgement",
-    "followup",
-    "answer",
-    "update",
-)
 
 
 MODEL_NAME_RULE = "letters, digits and . _ : / @ + -, not starting with -"
@@ -104,7 +85,7 @@ class ContextFile:
 @dataclass(frozen=True)
 class DebateSpec:
     topic: str
-    format: FormatName = "duel"
+    format: str = "duel"  # a registered format's name (``app.formats``)
     topic_type: TopicType = "general"
     rounds: int = 4
     seats: tuple[Seat, ...] = ()

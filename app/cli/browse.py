@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from app.endings import ended_early_note
+from app.formats import format_names, get_format
 from app.models import DEBATE_STATUSES
-from app.spec import FORMATS
 
 if TYPE_CHECKING:
     from app.models import Debate, Turn
@@ -39,7 +39,7 @@ LIST_COLUMNS = (
 
 
 def add_list_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", "-f", choices=FORMATS, help="only this format")
+    parser.add_argument("--format", "-f", choices=format_names(), help="only this format")
     parser.add_argument("--status", "-s", choices=DEBATE_STATUSES, help="only this status")
     parser.add_argument("-q", "--query", help="only topics containing this text")
     parser.add_argument("--limit", "-n", type=int, default=20, help="how many (default 20)")
@@ -84,12 +84,7 @@ def _filtered(args: argparse.Namespace) -> bool:
 
 def list_row(debate: Debate, cost: str = "unknown") -> tuple[str, ...]:
     converged = yes_no(debate.converged)
-    rounds = f"{debate.rounds_run}/{debate.rounds}" if debate.rounds_run else f"-/{debate.rounds}"
-    if debate.format == "panel":
-        rounds = "-"
-    elif debate.format == "society":
-        # The society's first round answers; ``rounds`` counts the update rounds after it.
-        rounds = f"{debate.rounds_run or '-'}/{debate.rounds + 1}"
+    rounds = get_format(debate.format).cli_rounds(debate.rounds_run, debate.rounds)
     return (
         debate.id,
         local_time(debate.created_at),

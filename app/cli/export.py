@@ -83,10 +83,12 @@ def _day(debate: Debate) -> date:
 
 def _export_workspace(debate: Debate, turns: list[Turn], output: Path | None) -> int:
     from app import export
+    from app.formats import formats, get_format
 
-    if debate.format != "panel":
+    if get_format(debate.format).workspace is None:
+        having = " and ".join(fmt.name for fmt in formats() if fmt.workspace is not None)
         print(
-            f"argue export: --workspace is for panel debates; {debate.id} is a "
+            f"argue export: --workspace is for {having} debates; {debate.id} is a "
             f"{debate.format} (try --transcript)",
             file=sys.stderr,
         )

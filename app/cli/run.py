@@ -15,18 +15,18 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from app.spec import FORMATS, SEEDS, TOPIC_TYPES
+from app.formats import format_names, formats, get_format
+from app.spec import SEEDS, TOPIC_TYPES
+from app.status import DebateStatus
 
 if TYPE_CHECKING:
     from app.cli.session import CliContext, DriveResult
     from app.cli.style import Style
     from app.debates import DebateRequest
 
-TOPIC_PROMPT = "What should Claude and Gemini debate? "
-PANEL_TOPIC_PROMPT = "What should the panel debate? "
 TYPE_PREFIXES = ("plan", "bug", "tech")
 MIN_ROUNDS, MAX_ROUNDS = 1, 8
-EXIT_CODES = {"completed": 0, "failed": 1, "cancelled": 130}
+EXIT_CODES = {DebateStatus.COMPLETED: 0, DebateStatus.FAILED: 1, DebateStatus.CANCELLED: 130}
 
 
 class UsageError(Exception):
@@ -40,12 +40,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the question (asked for when missing); a leading 'plan', 'bug' or 'tech' "
         "sets the type",
     )
-    parser.add_argument("--format", "-f", choices=FORMATS, default="duel", help="default duel")
+    default = format_names()[0]
+    described = "; ".join(f"{fmt.name}: {fmt.description}" for fmt in formats())
+    parser.add_argument(
+        "--format", "-f", choices=format_names(), default=default,
+        help=f"{described} (default {default})",
+    )  # fmt: skip
     parser.add_argument(
         "--type", "-t", dest="topic_type", choices=TOPIC_TYPES, help="default general"
     )
+    defaults = ", ".join(
+        f"{fmt.name} {fmt.default_rounds}" for fmt in formats() if fmt.rounds_meaning is not None
+    )
     parser.add_argument(
-        "--rounds", "-r", type=int, default=4, help=f"{MIN_ROUNDS}-{MAX_ROUNDS}, default 4"
+        "--rounds", "-r", type=int, help=f"{MIN_ROUNDS}-{MAX_ROUNDS}; default: {defaults}"
     )
     parser.add_argument(
         "--paths",
@@ -106,7 +114,7 @@ def _topic(args: argparse.Namespace) -> str:
         return topic
     if sys.stdin is None or not sys.stdin.isatty():
         raise UsageError('give a topic, e.g. argue run "Should we use SQLite?"')
-    prompt = PANEL_TOPIC_PROMPT if args.format == "panel" else TOPIC_PROMPT
+    prompt = get_format(args.format).topic_prompt
     try:
         topic = input(prompt).strip()
     except EOFError:
@@ -147,7 +155,7 @@ def build_request(args: argparse.Namespace, *, topic: str, topic_type: str) -> D
 
     from app.debates import DebateRequest, seat_overrides
 
-    if not MIN_ROUNDS <= args.rounds <= MAX_ROUNDS:
+    if args.rounds is not None and not MIN_ROUNDS <= args.rounds <= MAX_ROUNDS:
         raise UsageError(
             f"--rounds must be between {MIN_ROUNDS} and {MAX_ROUNDS} (got {args.rounds})"
         )
@@ -308,7 +316,7 @@ def _report(summary: dict[str, Any], done: int, out: TextIO, style: Style) -> No
     status, debate_id = summary["status"], summary["id"]
     tokens = f"{summary['input_tokens']} in / {summary['output_tokens']} out tokens"
     print(file=out)
-    if status == "completed":
+    if status == DebateStatus.COMPLETED:
         converged = {True: "yes", False: "no"}.get(summary["converged"], "n/a")
         print(
             style.bold(
@@ -322,7 +330,7 @@ def _report(summary: dict[str, Any], done: int, out: TextIO, style: Style) -> No
         if summary.get("agreement"):
             print(summary["agreement"], file=out)
         _report_files(summary, out)
-    elif status == "cancelled":
+    elif status == DebateStatus.CANCELLED:
         print(
             style.warning(f"Debate {debate_id} cancelled; {done} completed turn(s) saved."),
             file=out,

@@ -1,8 +1,8 @@
 """The registry of conditions: the ways an eval has a question answered.
 
 A condition is one entry: ``single`` (one call to one model), ``majority`` (k independent
-calls to that model and a vote) or a debate format (``duel``, ``panel``, and any format
-registered later), whose synthesis or judgement is read for its ``Answer:`` line. Debates
+calls to that model and a vote) or a debate format (every format ``app.formats`` registers,
+under its name), whose synthesis or judgement is read for its ``Answer:`` line. Debates
 are ordinary debates, saved and run by the runner, so each one opens in the web app.
 
 Compute-fair majority: for each question, k is the number of model calls the question's
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.formats import get_format
+from app.formats import formats, get_format
 from app.spec import Seat
 
 SOLVER = Seat(role="solver", label="Solver", provider="anthropic")
@@ -53,19 +53,10 @@ def get_condition(name: str) -> Condition:
         raise KeyError(f"unknown condition {name!r}; choose from {', '.join(CONDITIONS)}") from None
 
 
-def _format_exists(name: str) -> bool:
-    try:
-        get_format(name)
-    except (KeyError, ImportError):
-        return False
-    return True
-
-
 register(Condition("single", "one call to one model"))
 register(
     Condition("majority", "k independent calls and a vote, k = the debate's calls", votes=True)
 )
-register(Condition("duel", "a duel; its synthesis gives the answer", format="duel"))
-register(Condition("panel", "a panel; its judge's synthesis gives the answer", format="panel"))
-if _format_exists("society"):
-    register(Condition("society", "N agents over R rounds, majority of the last", format="society"))
+# Every registered format is a way to answer, under its own name.
+for _format in formats():
+    register(Condition(_format.name, _format.eval_summary, format=_format.name))

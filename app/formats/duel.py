@@ -42,14 +42,20 @@ Convergence checks are Claude's own evaluation; they enter no transcript.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from datetime import date as Date
+from typing import TYPE_CHECKING, Any
 
-from app.formats import prompts
+from app.formats import Format, Heading, Judging, Layout, Phase, prompts
 from app.formats.followups import Answerer, Entry, plan_followups
 from app.formats.language import Language, detect_language
+from app.formats.markdown import nest_headings
 from app.formats.verdicts import parse_convergence
 from app.spec import CompletedTurn, DebateSpec, Message, Outcome, Seat, TurnPlan
+
+if TYPE_CHECKING:
+    from app.models import Debate, Turn
 
 __all__ = ["CLAUDE", "FORMAT", "GEMINI", "SEED_KEY", "Duel", "normalize_synthesis", "turn_key"]
 
@@ -359,10 +365,37 @@ def normalize_synthesis(text: str, *, converged: bool, rounds_run: int) -> str:
     return f"{prompts.unreconciled_header(rounds_run)}\n{body}".rstrip()
 
 
-class Duel:
+def _rounds_word(count: int) -> str:
+    return f"{count} round{'s' if count != 1 else ''}"
+
+
+class Duel(Format):
     """Claude vs Gemini (any providers): openings, rebuttal rounds, convergence, synthesis."""
 
     name = "duel"
+    title = "Duel"
+    description = "two seats, rebuttal rounds, a synthesis"
+    # Duels are read round by round; the seed comes before the rounds and the synthesis
+    # closes the debate whatever round it carries. The transcript's messages are the
+    # exchange itself: not the seed analysis, the private convergence checks, nor the
+    # synthesis (already the finals).
+    layout = Layout(
+        phases=(
+            Phase("seed", "Seed analysis"),
+            Phase("opening", "Openings", message=True, round_heading=True),
+            Phase("rebuttal", "Rebuttal", message=True, round_heading=True),
+            Phase("response", "Response", message=True, round_heading=True),
+            Phase("convergence", "Convergence check", round_heading=True),
+            Phase("synthesis", "Synthesis", closing=True),
+        )
+    )
+    topic_prompt = "What should Claude and Gemini debate? "
+    eval_summary = "a duel; its synthesis gives the answer"
+    workspace = None
+    rounds_meaning = ""
+    # The synthesis is written by the Claude seat, which weighs the Gemini seat's arguments
+    # against its own.
+    judging = (Judging(CLAUDE, "the synthesizer", (GEMINI,)),)
 
     def default_seats(self) -> tuple[Seat, ...]:
         return (
@@ -393,6 +426,47 @@ class Duel:
         return Outcome(
             rounds_run=progress.rounds_run, converged=progress.converged, synthesis=synthesis
         )
+
+    def round_limit(self, rounds: int) -> int | None:
+        return rounds
+
+    def notes(self, spec: DebateSpec) -> tuple[str, ...]:
+        return ()
+
+    def outcome_heading(self, *, converged: bool | None, rounds_run: int) -> Heading:
+        # A duel that did not converge is no result to celebrate: the heading leaves "not
+        # fully reconciled" to the synthesis, which opens with it.
+        lead = "Converged after" if converged else "Synthesis after"
+        return Heading(f"{lead} {_rounds_word(rounds_run)}", settled=bool(converged))
+
+    def report_heading(self, *, completed: bool, converged: bool | None, rounds_run: int) -> str:
+        if not completed:
+            return "Synthesis"
+        reached = "converged" if converged else "not fully reconciled"
+        return f"Synthesis: {reached} after {_rounds_word(rounds_run)}"
+
+    def convergence_note(self, converged: bool | None) -> str | None:
+        return "converged" if converged else "not converged"
+
+    def cli_rounds(self, rounds_run: int | None, rounds: int) -> str:
+        return f"{rounds_run}/{rounds}" if rounds_run else f"-/{rounds}"
+
+    def finals_markdown(self, debate: Debate, turns: Sequence[Turn], *, date: Date) -> str:
+        """The seed's exact block: the header and the synthesis."""
+        converged = "yes" if debate.converged else "no"
+        return (
+            f"# Argue: {debate.topic}\n"
+            f"**Type**: {debate.topic_type}  **Rounds**: {debate.rounds_run or 0}"
+            f"  **Converged**: {converged}\n"
+            f"**Date**: {date:%Y-%m-%d}\n"
+            "\n"
+            "## Synthesis\n"
+            "\n"
+            f"{nest_headings((debate.synthesis or '').strip(), under=2)}\n"
+        )
+
+    def hands_over_plan(self, topic_type: str) -> bool:
+        return topic_type == "plan"
 
 
 FORMAT = Duel()

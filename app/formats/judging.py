@@ -7,42 +7,28 @@ synthesis is written by its Claude seat, which weighs the Gemini seat's argument
 its own. The other bias controls (a blind judge, a judge who sees the sides in both orders)
 are planned by the panel itself (``app.formats.panel``).
 
-Pure: a spec in, sentences out, for the page, the API, the command line and the reports.
+Each format says who judges whom (``Format.judging``). Pure: a spec in, sentences out, for
+the page, the API, the command line and the reports.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from app.formats.duel import CLAUDE, GEMINI
-from app.formats.panel import CON_DEBATERS, JUDGE, PRO_DEBATERS
+from app.formats import Judging, get_format
 from app.spec import DebateSpec, Seat
 
-__all__ = ["Judging", "judging_of", "same_provider_warnings", "seat_warnings"]
+if TYPE_CHECKING:
+    from app.models import Debate
 
-
-@dataclass(frozen=True)
-class Judging:
-    """A seat that judges (``judge``), what it does (``part``), and the seats it judges."""
-
-    judge: str
-    part: str
-    judged: tuple[str, ...]
-
-
-_JUDGING: dict[str, tuple[Judging, ...]] = {
-    "panel": (Judging(JUDGE, "the judge", (*PRO_DEBATERS, *CON_DEBATERS)),),
-    "duel": (Judging(CLAUDE, "the synthesizer", (GEMINI,)),),
-    # The society's agents are peers and a vote decides: nobody judges anybody.
-    "society": (),
-}
+__all__ = ["Judging", "judge_warnings", "judging_of", "same_provider_warnings", "seat_warnings"]
 
 
 def judging_of(format_name: str) -> tuple[Judging, ...]:
-    """The seats that judge others in a format; a format unknown here is a ``KeyError``, so
-    a new format must say who judges whom (a test checks every format)."""
-    return _JUDGING[format_name]
+    """The seats that judge others in a format: its own ``judging``; every format must say
+    (``app.formats.Format``)."""
+    return get_format(format_name).judging
 
 
 def same_provider_warnings(spec: DebateSpec) -> tuple[str, ...]:
@@ -69,6 +55,21 @@ def seat_warnings(format_name: str, seats: Iterable[Seat]) -> tuple[str, ...]:
                 f"as {_listed(alike)}, whose arguments it judges: it may favour them."
             )
     return tuple(warnings)
+
+
+def judge_warnings(debate: Debate) -> tuple[str, ...]:
+    """The warnings for a debate's seats as saved (its reports'); none for a debate
+    saved before its seats were kept (its turns do not say which seat judges)."""
+    seats = tuple(
+        Seat(
+            role=str(seat.get("role") or ""),
+            label=str(seat.get("label") or seat.get("role") or ""),
+            provider=str(seat.get("provider") or ""),
+        )
+        for seat in debate.spec_json.get("seats") or ()
+        if isinstance(seat, dict)
+    )
+    return seat_warnings(debate.format, seats) if seats else ()
 
 
 def _listed(labels: list[str]) -> str:

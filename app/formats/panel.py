@@ -25,17 +25,25 @@ whole judgement when that section cannot be found (always the first judgement's)
 "Debater 1..3" and the side unnamed (the summarizers are told so); its prompt names the sides
 "Side 1"/"Side 2" by the order shown. Its verdict is read back to pro/con from that order, so
 stored verdicts, scorecards and reports always speak of pro and con.
+
+Its finals is the seed's final report, and its workspace the seed's folders of claims,
+summaries and report: both written by ``app.formats.panel_report``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from datetime import date as Date
+from typing import TYPE_CHECKING, Any
 
-from app.formats import prompts
+from app.formats import Format, Heading, Judging, Layout, Phase, Workspace, prompts
 from app.formats.followups import Answerer, Entry, plan_followups
 from app.formats.language import Language, detect_language
 from app.formats.verdicts import parse_judgement
 from app.spec import CompletedTurn, DebateSpec, Message, Outcome, Seat, TurnPlan
+
+if TYPE_CHECKING:
+    from app.models import Debate, Turn
 
 __all__ = [
     "CON_DEBATERS",
@@ -189,10 +197,45 @@ def _judgement_of(turn: CompletedTurn) -> dict[str, Any]:
     return parse_judgement(turn.text, first=_SHOWN_FIRST.get(turn.phase, "pro"))
 
 
-class Panel:
+# The report reads scorecards and judge warnings, which import this module's names: it is
+# loaded when a report is first asked for.
+def _final_report(debate: Debate, turns: Sequence[Turn], date: Date) -> str:
+    from app.formats.panel_report import final_report_markdown
+
+    return final_report_markdown(debate, turns, date=date)
+
+
+def _workspace_files(debate: Debate, turns: Sequence[Turn], date: Date) -> Mapping[str, str]:
+    from app.formats.panel_report import workspace_files
+
+    return workspace_files(debate, turns, date=date)
+
+
+class Panel(Format):
     """Six debaters (pro/con × Claude, Gemini, Codex), two summarizers, one judge."""
 
     name = "panel"
+    title = "Panel"
+    description = "six debaters, two summarizers, a judge"
+    # A panel's phases are its own headings; every turn is a message of its transcript.
+    layout = Layout(
+        phases=(
+            Phase("claim", "Phase 1 · Claims", message=True),
+            Phase("summary", "Phase 2 · Summaries", message=True),
+            Phase("judgement", "Phase 3 · Judgement", message=True),
+            Phase(
+                SWAP_JUDGEMENT,
+                "Phase 3 · Judgement, sides swapped (con shown first)",
+                message=True,
+            ),
+        )
+    )
+    topic_prompt = "What should the panel debate? "
+    eval_summary = "a panel; its judge's synthesis gives the answer"
+    # The seed's workspace: each debater's claim, each side's summary, the final report.
+    workspace = Workspace(folders=("1_claims", "2_summaries", "3_report"), files=_workspace_files)
+    rounds_meaning = None
+    judging = (Judging(JUDGE, "the judge", (*PRO_DEBATERS, *CON_DEBATERS)),)
 
     def default_seats(self) -> tuple[Seat, ...]:
         return _DEFAULT_SEATS
@@ -249,6 +292,36 @@ class Panel:
                 judged = str(_judgement_of(turn).get("synthesis") or "").strip()
                 synthesis = judged or turn.text.strip()
         return Outcome(rounds_run=rounds_run, converged=None, synthesis=synthesis)
+
+    def round_limit(self, rounds: int) -> int | None:
+        return None  # its three phases are its rounds, with no cap to show
+
+    def notes(self, spec: DebateSpec) -> tuple[str, ...]:
+        notes = []
+        if spec.blind_judge:
+            notes.append("blind judge")
+        if spec.swap_judge:
+            notes.append("judged twice, sides swapped")
+        return tuple(notes)
+
+    def outcome_heading(self, *, converged: bool | None, rounds_run: int) -> Heading:
+        return Heading("The judge's synthesis")
+
+    def report_heading(self, *, completed: bool, converged: bool | None, rounds_run: int) -> str:
+        return "The judge's synthesis"
+
+    def convergence_note(self, converged: bool | None) -> str | None:
+        return None
+
+    def cli_rounds(self, rounds_run: int | None, rounds: int) -> str:
+        return "-"
+
+    def finals_markdown(self, debate: Debate, turns: Sequence[Turn], *, date: Date) -> str:
+        """The seed gives a panel no finals: its finals is the final report."""
+        return _final_report(debate, turns, date)
+
+    def hands_over_plan(self, topic_type: str) -> bool:
+        return False  # a panel is judged, not agreed: its synthesis is no plan
 
 
 FORMAT = Panel()

@@ -9,8 +9,8 @@ Turns, by key (``r<round>.<phase>.<role>``); a line is one batch, run in paralle
                               answer
 
 N is the number of seats (``agent_1`` .. ``agent_N``; default three, any providers); R is
-``spec.rounds``, the further rounds after the first answers (the request's shared default
-is 4; Du et al. used 2, so ask for ``rounds=2`` to follow them). Every answer ends with a
+``spec.rounds``, the further rounds after the first answers (2 when the request names none,
+as Du et al. ran it). Every answer ends with a
 closing line ``Answer: …`` — the short final answer.
 
 The final answer is the majority of the last round's parsed answers, compared after
@@ -29,15 +29,24 @@ agents agree in it; the synthesis states the final answer and the agreement
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from datetime import date as Date
+from typing import TYPE_CHECKING, Any
 
 from app.evals.answers import normalise, parse
+from app.formats import Format, Heading, Layout, Phase
+from app.formats.markdown import quoted, reading_order, turn_message
 from app.spec import CompletedTurn, DebateSpec, Message, Outcome, Seat, TurnPlan
+
+if TYPE_CHECKING:
+    from app.models import Debate, Turn
 
 __all__ = ["DEFAULT_AGENTS", "DEFAULT_ROUNDS", "FORMAT", "Consensus", "Society", "agent_role"]
 
 DEFAULT_AGENTS = 3
+# The finals list agents in their order up to this many; any more, in the order they answered.
+_MOST_AGENTS = 32
 DEFAULT_ROUNDS = 2
 _PROVIDERS = ("anthropic", "openai", "gemini")
 ANSWER_PHASE = "answer"
@@ -178,10 +187,25 @@ def synthesis_text(result: Consensus) -> str:
     return f"{stated}\n\nAnswer: {result.answer}"
 
 
-class Society:
+class Society(Format):
     """N agents answer independently, then revise over R rounds; the majority decides."""
 
     name = "society"
+    title = "Society"
+    description = "three agents answer, then update over the rounds; the majority answers"
+    # Its phases repeat round after round, so its groups name their round.
+    layout = Layout(
+        phases=(
+            Phase(ANSWER_PHASE, "Answers", message=True, numbered=True),
+            Phase(UPDATE_PHASE, "Updates", message=True, numbered=True),
+        )
+    )
+    topic_prompt = "What question should the agents answer? "
+    eval_summary = "N agents over R rounds, majority of the last"
+    workspace = None
+    rounds_meaning = "update rounds"
+    default_rounds = 2
+    judging = ()  # the agents are peers and a vote decides: nobody judges anybody
 
     def default_seats(self) -> tuple[Seat, ...]:
         return default_seats()
@@ -218,6 +242,46 @@ class Society:
         result = last_round_consensus(spec, done)
         converged = result.answer is not None and result.agree == result.agents
         return Outcome(rounds_run=rounds_run, converged=converged, synthesis=synthesis_text(result))
+
+    def round_limit(self, rounds: int) -> int | None:
+        return None
+
+    def notes(self, spec: DebateSpec) -> tuple[str, ...]:
+        return ()
+
+    def outcome_heading(self, *, converged: bool | None, rounds_run: int) -> Heading:
+        return Heading("The agents' final answer")
+
+    def report_heading(self, *, completed: bool, converged: bool | None, rounds_run: int) -> str:
+        return "The agents' final answer"
+
+    def convergence_note(self, converged: bool | None) -> str | None:
+        return None
+
+    def cli_rounds(self, rounds_run: int | None, rounds: int) -> str:
+        # The first round answers; ``rounds`` counts the update rounds after it.
+        return f"{rounds_run or '-'}/{rounds + 1}"
+
+    def finals_markdown(self, debate: Debate, turns: Sequence[Turn], *, date: Date) -> str:
+        """The question, the majority answer with its agreement (the synthesis states both),
+        and each agent's answer of the last round."""
+        answered = [turn for turn in turns if turn.phase in (ANSWER_PHASE, UPDATE_PHASE)]
+        last = max((turn.round for turn in answered if turn.status == "completed"), default=0)
+        agents = tuple(agent_role(number) for number in range(1, _MOST_AGENTS + 1))
+        finals = reading_order([turn for turn in answered if turn.round == last], (), agents)
+        parts = [
+            f"# Argue: {debate.topic}\n"
+            f"**Format**: society  **Rounds**: {debate.rounds_run or 0}\n"
+            f"**Date**: {date:%Y-%m-%d}",
+            f"## Question\n\n{quoted(debate.topic)}",
+            f"## Final answer\n\n{(debate.synthesis or '').strip()}",
+            f"## Last answers (round {last})",
+            *(turn_message(turn) for turn in finals),
+        ]
+        return "\n\n".join(parts) + "\n"
+
+    def hands_over_plan(self, topic_type: str) -> bool:
+        return False  # its answer is a majority's short answer, not a plan
 
 
 FORMAT = Society()

@@ -34,9 +34,9 @@ from app.debates import (
     MIN_ROUNDS,
     DebateRequest,
 )
-from app.formats import get_format
+from app.formats import format_names, formats
 from app.providers.base import ProviderStatus
-from app.spec import FORMATS, SEEDS, TOPIC_TYPES, Seat
+from app.spec import SEEDS, TOPIC_TYPES, Seat
 from app.web.uploads import FILE_FIELD, ReadForm, TextValue, UploadedFile
 
 FALLBACK_PROVIDER = "local"
@@ -78,7 +78,25 @@ def model_field(format: str, role: str) -> str:
 
 
 def format_seats() -> dict[str, tuple[Seat, ...]]:
-    return {name: get_format(name).default_seats() for name in FORMATS}
+    """Every registered format's default seats, in registration order."""
+    return {fmt.name: fmt.default_seats() for fmt in formats()}
+
+
+def rounds_defaults() -> str:
+    """What a blank rounds field gives each format that takes rounds: "duel 4 · society 2"."""
+    return " · ".join(
+        f"{fmt.name} {fmt.default_rounds}" for fmt in formats() if fmt.rounds_meaning is not None
+    )
+
+
+def rounds_note() -> str:
+    """Which formats take rounds, and what they count, for the rounds field's label:
+    "duel; society: update rounds"."""
+    return "; ".join(
+        f"{fmt.name}: {fmt.rounds_meaning}" if fmt.rounds_meaning else fmt.name
+        for fmt in formats()
+        if fmt.rounds_meaning is not None
+    )
 
 
 @dataclass(frozen=True)
@@ -229,12 +247,11 @@ def parse_form(form: ReadForm) -> ParsedForm:
         context, context_error = read_uploads(form.files_of(FILE_FIELD))
         if context_error:
             errors[FILE_FIELD] = context_error
-    chosen = values["format"] or "duel"
+    chosen = values["format"] or format_names()[0]
     data: dict[str, Any] = {
         "topic": values["topic"],
         "format": chosen,
         "topic_type": values["topic_type"] or "general",
-        "rounds": values["rounds"] or "4",
         "seed": values["seed"] or None,
         "history": bool(values["history"]),
         "blind_judge": bool(values["blind_judge"]),
@@ -250,6 +267,8 @@ def parse_form(form: ReadForm) -> ParsedForm:
             for seat in seats.get(chosen, ())
         },
     }
+    if values["rounds"]:  # blank: the format's own default
+        data["rounds"] = values["rounds"]
     request: DebateRequest | None = None
     try:
         request = DebateRequest.model_validate(data)
@@ -262,7 +281,12 @@ def parse_form(form: ReadForm) -> ParsedForm:
     return ParsedForm(FormState(values, {}), request)
 
 
-CHOICES = {"format": FORMATS, "topic_type": TOPIC_TYPES, "seed": SEEDS}
+def _choices(field: str) -> Sequence[str]:
+    """The values a choice field takes; the formats are the ones registered now."""
+    return format_names() if field == "format" else CHOICES[field]
+
+
+CHOICES: dict[str, Sequence[str]] = {"topic_type": TOPIC_TYPES, "seed": SEEDS}
 
 
 def field_error(item: Mapping[str, Any], format: str) -> tuple[str, str]:
@@ -280,8 +304,8 @@ def field_error(item: Mapping[str, Any], format: str) -> tuple[str, str]:
             f"A budget is an amount of US dollars above 0 and at most {MAX_BUDGET_USD:,}, "
             "like 0.50; leave it empty for no limit."
         )
-    if head in CHOICES:
-        return head, f"Choose one of: {', '.join(CHOICES[head])}."
+    if head in (*CHOICES, "format"):
+        return head, f"Choose one of: {', '.join(_choices(head))}."
     if head == "seats" and len(loc) >= 3:
         role, part = loc[1], loc[2]
         if part == "provider":

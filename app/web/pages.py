@@ -21,11 +21,13 @@ from app import debates, export, pricing, reruns, spending, store
 from app.context import MAX_CONTEXT_LINES
 from app.db import session_scope
 from app.followups import FollowUpRefused, FollowUpRequest
+from app.formats import format_names, get_format
 from app.models import ACTIVE_STATUSES, DEBATE_STATUSES, Debate, Turn
 from app.pricing import BUDGET_REACHED, Total
 from app.providers.base import ProviderStatus
 from app.resources import STATIC_DIR
-from app.spec import FORMATS, SEEDS, TOPIC_TYPES
+from app.spec import SEEDS, TOPIC_TYPES
+from app.status import DebateStatus
 from app.web import sequels
 from app.web.deps import (
     EngineDep,
@@ -46,6 +48,8 @@ from app.web.forms import (
     known_models,
     model_field,
     parse_form,
+    rounds_defaults,
+    rounds_note,
     seat_field,
 )
 from app.web.offload import off_loop
@@ -67,6 +71,8 @@ def form_context(
     return {
         "form": state,
         "formats": format_seats(),
+        "rounds_note": rounds_note(),
+        "rounds_defaults": rounds_defaults(),
         "statuses": statuses,
         "topic_types": TOPIC_TYPES,
         "seeds": SEEDS,
@@ -93,6 +99,28 @@ def favicon() -> Response:
         STATIC_DIR / "favicon.svg",
         media_type="image/svg+xml",
         headers={"Cache-Control": "public, max-age=86400"},
+    )
+
+
+# Included before the /static mount, which would answer first; open like the other static
+# files (it holds no data).
+stylesheet_router = APIRouter(include_in_schema=False)
+
+
+@stylesheet_router.get("/static/formats.css")
+def formats_stylesheet() -> Response:
+    """The form's rules that show only the chosen format's seats, one per registered format:
+    served, since the page's Content-Security-Policy allows no inline style. Without
+    ``:has()`` every set stays visible, and the form still works."""
+    rules = [
+        f'form:has(input[name=format][value="{name}"]:checked) '
+        f'.seats-set:not([data-format="{name}"]) {{ display: none; }}'
+        for name in format_names()
+    ]
+    return Response(
+        "\n".join(rules) + "\n",
+        media_type="text/css; charset=utf-8",
+        headers={"Cache-Control": "no-cache"},
     )
 
 
@@ -177,7 +205,7 @@ def history(
     deleted: Annotated[str, Query(description="The id of a debate just deleted.")] = "",
 ) -> Response:
     # Unknown filter values are ignored, not refused: a page should always show something.
-    chosen_format = format if format in FORMATS else ""
+    chosen_format = format if format in format_names() else ""
     chosen_status = status if status in DEBATE_STATUSES else ""
     filters = HistoryFilters(q=q, format=chosen_format, status=chosen_status)
     number = page_number(page)
@@ -206,7 +234,7 @@ def history(
         "q": q,
         "format": chosen_format,
         "status": chosen_status,
-        "formats": FORMATS,
+        "formats": format_names(),
         "statuses": DEBATE_STATUSES,
         "page_url": filters.url,
         "notice": deleted_notice(deleted),
@@ -309,7 +337,8 @@ def cost_of(request: Request, debate: Debate, rows: Sequence[Turn]) -> spending.
         rows,
         store.debate_spec(debate).budget_usd,
         refresh_url=f"/debates/{debate.id}/cost" if active else None,
-        stopped_by_budget=debate.status == "failed" and reason.startswith(BUDGET_REACHED),
+        stopped_by_budget=debate.status == DebateStatus.FAILED
+        and reason.startswith(BUDGET_REACHED),
     )
 
 
@@ -439,21 +468,21 @@ def download_transcript(debate_id: str, session: SessionDep, settings: SettingsD
     return _attachment(text.encode(), name, "text/markdown; charset=utf-8")
 
 
-@router.get("/debates/{debate_id}/workspace.zip", summary="A panel's workspace")
+@router.get("/debates/{debate_id}/workspace.zip", summary="A finished debate's workspace")
 def download_workspace(debate_id: str, session: SessionDep) -> Response:
     debate = _finished(session, debate_id)
-    if debate.format != "panel":
-        raise HTTPException(404, "Only a panel has a workspace.")
+    if get_format(debate.format).workspace is None:
+        raise HTTPException(404, f"A {debate.format} has no workspace.")
     turns = store.turns_of(session, debate_id=debate_id)
     data = export.workspace_zip(debate, turns, date=_date(debate))
     return _attachment(data, f"{export.workspace_name(debate)}.zip", "application/zip")
 
 
-@router.get("/debates/{debate_id}/plan.md", summary="A plan duel's plan")
+@router.get("/debates/{debate_id}/plan.md", summary="The plan a debate agreed on")
 def download_plan(debate_id: str, session: SessionDep) -> Response:
     debate = _finished(session, debate_id)
-    if debate.format != "duel" or debate.topic_type != "plan":
-        raise HTTPException(404, "Only a plan duel has a plan.")
+    if not get_format(debate.format).hands_over_plan(debate.topic_type):
+        raise HTTPException(404, "This debate hands over no plan.")
     turns = store.turns_of(session, debate_id=debate_id)
     text = export.plan_markdown(debate, turns, date=_date(debate))
     return _attachment(text.encode(), plan_filename(debate), "text/markdown; charset=utf-8")
@@ -486,7 +515,7 @@ def _get(session: Any, debate_id: str) -> Debate:
 
 def _finished(session: Any, debate_id: str) -> Debate:
     debate = _get(session, debate_id)
-    if debate.status != "completed":
+    if debate.status != DebateStatus.COMPLETED:
         raise HTTPException(
             409, f"The debate is {debate.status}; its report comes when it completes."
         )

@@ -1,6 +1,7 @@
-"""What the debate page shows, as plain values: turns grouped by round and phase, downloads,
-controls. Built from the database's turns and the hub's live turns; the same values feed the
-full page and the fragments the stream sends, so both always render alike.
+"""What the debate page shows, as plain values: turns grouped by round and phase (titled and
+ordered by the debate's format, ``app.formats.Layout``), downloads, controls. Built from the
+database's turns and the hub's live turns; the same values feed the full page and the
+fragments the stream sends, so both always render alike.
 """
 
 from __future__ import annotations
@@ -13,40 +14,18 @@ from typing import Any
 
 from app.endings import ended_early_note
 from app.events import LiveTurn
+from app.formats import Format, get_format
+from app.formats.followups import FOLLOWUP
 from app.formats.judging import same_provider_warnings
 from app.models import ACTIVE_STATUSES, Debate, Turn
 from app.providers.base import estimate_tokens
 from app.scorecard import Scorecard, scorecard_of
 from app.spec import DebateSpec, Seat
+from app.status import RESUMABLE_STATUSES, DebateStatus
 
-PHASE_ORDER = (
-    "seed",
-    "opening",
-    "rebuttal",
-    "response",
-    "convergence",
-    "claim",
-    "summary",
-    "judgement",
-    "swap_judgement",
-    "synthesis",
-)
-PHASE_TITLES = {
-    "seed": "Seed analysis",
-    "opening": "Openings",
-    "rebuttal": "Rebuttal",
-    "response": "Response",
-    "convergence": "Convergence check",
-    "synthesis": "Synthesis",
-    "claim": "Phase 1 · Claims",
-    "summary": "Phase 2 · Summaries",
-    "judgement": "Phase 3 · Judgement",
-    "swap_judgement": "Phase 3 · Judgement, sides swapped (con shown first)",
-    "followup": "Follow-up answers",
-    "answer": "Answers",
-    "update": "Updates",
-}
-RESUMABLE = ("failed", "cancelled")
+# Follow-up answers come after any format's own phases (``app.formats.followups``).
+FOLLOWUP_TITLE = "Follow-up answers"
+RESUMABLE = RESUMABLE_STATUSES
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -103,11 +82,10 @@ class TurnView:
 
 
 def group_title(format: str, round: int, phase: str) -> str:
-    """A society's phases repeat round after round, so its groups name their round."""
-    title = PHASE_TITLES.get(phase, phase.title())
-    if format == "society" and phase in ("answer", "update"):
-        return f"Round {round} · {title}"
-    return title
+    """The heading of a group of turns, as the format's layout titles it."""
+    if phase == FOLLOWUP:
+        return FOLLOWUP_TITLE
+    return get_format(format).layout.group_title(round, phase)
 
 
 def group_id(round: int, phase: str) -> str:
@@ -186,8 +164,8 @@ def merge_turns(
 
 
 def shows_round_heading(format: str, round: int, phase: str) -> bool:
-    """Duels are read round by round; a panel's phases are its own headings."""
-    return format == "duel" and round >= 1 and phase not in ("synthesis", "seed", "followup")
+    """Whether the format's layout puts this group under a "Round N" heading."""
+    return get_format(format).layout.shows_round_heading(round, phase)
 
 
 def group_turns(
@@ -195,19 +173,20 @@ def group_turns(
 ) -> list[GroupView]:
     """Turns in groups of one round and phase (parallel turns share a group), in debate
     order; inside a group, in seat order."""
+    layout = get_format(format).layout
     rank = {role: index for index, role in enumerate(seat_order)}
     groups: dict[tuple[int, str], list[TurnView]] = {}
     for turn in turns:
         groups.setdefault((turn.round, turn.phase), []).append(turn)
-    # The synthesis closes a debate whatever round number it carries; follow-up answers
-    # come after it.
+    # A closing phase (the duel's synthesis) closes the debate whatever round number it
+    # carries; follow-up answers come after it.
     ordered = sorted(
         groups,
         key=lambda pair: (
-            pair[1] == "followup",
-            pair[1] == "synthesis",
+            pair[1] == FOLLOWUP,
+            layout.closes(pair[1]),
             pair[0],
-            _phase_rank(pair[1]),
+            layout.rank(pair[1]),
         ),
     )
     views: list[GroupView] = []
@@ -229,10 +208,6 @@ def group_turns(
             )
         )
     return views
-
-
-def _phase_rank(phase: str) -> int:
-    return PHASE_ORDER.index(phase) if phase in PHASE_ORDER else len(PHASE_ORDER)
 
 
 def as_utc(moment: datetime) -> datetime:
@@ -306,7 +281,9 @@ def progress_of(
 def _step_title(debate: Debate, group: GroupView) -> str:
     if not shows_round_heading(debate.format, group.round, group.phase):
         return group.title
-    return f"Round {group.round} of up to {debate.rounds} · {group.title}"
+    limit = get_format(debate.format).round_limit(debate.rounds)
+    of = f" of up to {limit}" if limit is not None else ""
+    return f"Round {group.round}{of} · {group.title}"
 
 
 def _span(turns: Iterable[TurnView]) -> tuple[datetime, datetime] | None:
@@ -321,8 +298,9 @@ def _span(turns: Iterable[TurnView]) -> tuple[datetime, datetime] | None:
 
 
 def _remaining_seconds(debate: Debate, groups: Sequence[GroupView], now: datetime) -> int | None:
-    rounded = [g for g in groups if shows_round_heading(debate.format, g.round, g.phase)]
-    if not rounded or any(g.phase == "synthesis" for g in groups):
+    layout = get_format(debate.format).layout
+    rounded = [g for g in groups if layout.shows_round_heading(g.round, g.phase)]
+    if not rounded or any(layout.closes(g.phase) for g in groups):
         return None
     current = max(g.round for g in rounded)
     by_round: dict[int, list[TurnView]] = {}
@@ -351,14 +329,15 @@ def downloads(debate: Debate, *, has_turns: bool, status: str | None = None) -> 
     status = status or debate.status
     base = f"/debates/{debate.id}"
     items: list[Download] = []
-    if status == "completed":
+    if status == DebateStatus.COMPLETED:
         items.append(Download("finals", f"{base}/finals.md", "Finals (.md)"))
     if has_turns:
         items.append(Download("transcript", f"{base}/transcript.md", "Transcript (.md)"))
         items.append(Download("report", f"{base}/report.html", "Report (.html)"))
-    if status == "completed" and debate.format == "panel":
+    fmt = get_format(debate.format)
+    if status == DebateStatus.COMPLETED and fmt.workspace is not None:
         items.append(Download("workspace", f"{base}/workspace.zip", "Workspace (.zip)"))
-    if status == "completed" and debate.format == "duel" and debate.topic_type == "plan":
+    if status == DebateStatus.COMPLETED and fmt.hands_over_plan(debate.topic_type):
         items.append(Download("plan", f"{base}/plan.md", "Plan (.md)"))
     return items
 
@@ -410,6 +389,11 @@ class DebateView:
 
     def seat_model(self, seat: Seat) -> str:
         return seat.model or self.models_used.get(seat.role) or "default model"
+
+    @property
+    def format(self) -> Format:
+        """The debate's format: its headings and notes for the page."""
+        return get_format(self.debate.format)
 
     @property
     def active(self) -> bool:

@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from app.formats import format_names
 from app.formats.judging import judging_of, same_provider_warnings
 from app.formats.panel import FORMAT, JUDGEMENT_KEY, SWAP_JUDGEMENT_KEY
 from app.scorecard import scorecard_of
-from app.spec import FORMATS, CompletedTurn, DebateSpec, Seat, TurnPlan
+from app.spec import CompletedTurn, DebateSpec, Seat, TurnPlan
 from app.store import spec_from_json, spec_to_json
 from tests.formats.judgements import SIDE_ONE_AHEAD
 
@@ -257,7 +258,7 @@ def test_the_duels_synthesizer_is_warned_about_only_on_the_other_seats_provider(
     assert same_provider_warnings(apart) == ()
 
 
-@pytest.mark.parametrize("name", FORMATS)
+@pytest.mark.parametrize("name", format_names())
 def test_every_format_says_who_judges_whom(name: str) -> None:
     # A format missing from the table is a KeyError; only the society, whose peers vote,
     # says that nobody judges.
