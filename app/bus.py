@@ -19,18 +19,16 @@ debate, whichever process runs it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any, Protocol
 
 from app.config import Settings
+from app.event_types import Publisher, relay
 from app.events import Event, EventHub, Snapshot
 
 
-class EventBus(Protocol):
-    def publish(self, debate_id: str, type: str, data: dict[str, Any] | None = None) -> object:
-        """Queue an event for the debate's viewers; returns at once (callers use nothing it
-        returns: only the in-memory hub knows the event's id at this point)."""
-        ...
+class EventBus(Publisher, Protocol):
+    # ``publish``, typed per event type, comes from ``Publisher``.
 
     def reopen(self, debate_id: str) -> None:
         """A resumed debate goes on in the same log, after its terminal event."""
@@ -102,8 +100,8 @@ class Mirrored:
         self.local = local
         self.remote = remote
 
-    def publish(self, debate_id: str, type: str, data: dict[str, Any] | None = None) -> object:
-        self.remote.publish(debate_id, type, data)
+    def publish(self, debate_id: str, type: str, data: Mapping[str, Any] | None = None) -> object:
+        relay(self.remote, debate_id, type, data)
         return self.local.publish(debate_id, type, data)
 
     def reopen(self, debate_id: str) -> None:

@@ -39,7 +39,8 @@ from app.bus import EventBus
 from app.config import Settings
 from app.database_url import backend_of
 from app.db import session_scope
-from app.models import ACTIVE_STATUSES, Debate, utcnow
+from app.models import Debate, utcnow
+from app.status import ACTIVE_STATUSES, DebateStatus
 
 log = logging.getLogger(__name__)
 
@@ -214,7 +215,7 @@ class DebateQueue:
             return False
         held_by_live_worker = marked
         if not held_by_live_worker:
-            self.bus.publish(debate_id, "end", {"status": "cancelled"})
+            self.bus.publish(debate_id, "end", {"status": DebateStatus.CANCELLED})
             return True
         loop = asyncio.get_running_loop()
         deadline = loop.time() + CANCEL_WAIT_SECONDS
@@ -243,9 +244,12 @@ class DebateQueue:
             if row is None or row[0] not in ACTIVE_STATUSES:
                 return None
             store.set_status(
-                session, debate_id=debate_id, status="cancelled", reason="cancelled by user"
+                session,
+                debate_id=debate_id,
+                status=DebateStatus.CANCELLED,
+                reason="cancelled by user",
             )
-            return bool(row[1]) and row[0] == "running"
+            return bool(row[1]) and row[0] == DebateStatus.RUNNING
 
     def _leased(self, debate_id: str) -> bool:
         with session_scope(self.engine) as session:
@@ -256,11 +260,11 @@ class DebateQueue:
             )
             return holder is not None
 
-    async def wait(self, debate_id: str, *, poll_seconds: float = 0.5) -> str | None:
+    async def wait(self, debate_id: str, *, poll_seconds: float = 0.5) -> DebateStatus | None:
         """Until the debate is no longer queued or running; its status."""
         while True:
             with session_scope(self.engine) as session:
                 status = store.debate_status(session, debate_id=debate_id)
-            if status not in ACTIVE_STATUSES:
+            if status is None or not status.is_active:
                 return status
             await asyncio.sleep(poll_seconds)

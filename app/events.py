@@ -22,10 +22,20 @@ import asyncio
 import re
 import secrets
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
+
+from app.event_types import (
+    DeltaEvent,
+    RetryingEvent,
+    TurnCompletedEvent,
+    TurnFailedEvent,
+    TurnStartedData,
+    TurnStartedEvent,
+    typed,
+)
 
 TERMINAL_EVENT = "end"
 HOUSEKEEPING_SECONDS = 1.0
@@ -60,7 +70,7 @@ class LiveTurn:
     """A turn that has started and not yet completed, with the text streamed so far."""
 
     key: str
-    info: dict[str, Any]
+    info: TurnStartedData
     text: str
 
 
@@ -81,7 +91,7 @@ class Subscriber:
 
 
 # A turn's started-event data and the parts of its text streamed so far, by turn key.
-LiveState = dict[str, tuple[dict[str, Any], list[str]]]
+LiveState = dict[str, tuple[TurnStartedData, list[str]]]
 
 
 @dataclass
@@ -95,17 +105,17 @@ class _Channel:
 def track_live(live: LiveState, event: Event) -> None:
     """Follow the turns still streaming: a started turn is live until it completes or
     fails; a retry starts its text afresh."""
-    key = event.data.get("key")
-    if not isinstance(key, str):
-        return
-    if event.type == "turn_started":
-        live[key] = (event.data, [])
-    elif event.type == "delta" and key in live:
-        live[key][1].append(str(event.data.get("text", "")))
-    elif event.type == "retrying" and key in live:
-        live[key][1].clear()
-    elif event.type in ("turn_completed", "turn_failed"):
-        live.pop(key, None)
+    if not isinstance(event.data.get("key"), str):
+        return  # not about a turn (or an entry a bus could not read back whole)
+    match typed(event.type, event.data):
+        case TurnStartedEvent(data=info):
+            live[info["key"]] = (info, [])
+        case DeltaEvent(data=delta) if delta["key"] in live:
+            live[delta["key"]][1].append(delta.get("text", ""))
+        case RetryingEvent(data=retry) if retry["key"] in live:
+            live[retry["key"]][1].clear()
+        case TurnCompletedEvent(data=turn) | TurnFailedEvent(data=turn):
+            live.pop(turn["key"], None)
 
 
 def live_turns(live: LiveState) -> tuple[LiveTurn, ...]:
@@ -170,7 +180,7 @@ class EventHub:
 
     # -- publishing ---------------------------------------------------------------------
 
-    def publish(self, debate_id: str, type: str, data: dict[str, Any] | None = None) -> Event:
+    def publish(self, debate_id: str, type: str, data: Mapping[str, Any] | None = None) -> Event:
         channel = self._channel(debate_id)
         payload = dict(data or {})
         event = Event(len(channel.log) + 1, self.epoch, debate_id, type, payload)

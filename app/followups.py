@@ -19,7 +19,8 @@ from sqlmodel import Session
 
 from app import pricing, spending, store
 from app.debates import plain_text
-from app.models import ACTIVE_STATUSES, Debate
+from app.models import Debate
+from app.status import DebateStatus
 
 __all__ = ["MAX_QUESTION_CHARS", "FollowUpRefused", "FollowUpRequest", "money_spent", "refusal"]
 
@@ -53,11 +54,12 @@ class FollowUpRefused(Exception):
 def refusal(debate: Debate, *, spent_usd: Decimal | None = None) -> str | None:
     """Why ``debate`` cannot be asked a follow-up question now, or None when it can.
     ``spent_usd``: what it has cost so far, when it has a money budget (``money_spent``)."""
-    if debate.status in ACTIVE_STATUSES:
-        return f"The debate is {debate.status}: ask your question once it has completed."
-    if debate.status != "completed":
+    status = DebateStatus(debate.status)
+    if status.is_active:
+        return f"The debate is {status}: ask your question once it has completed."
+    if status != DebateStatus.COMPLETED:
         return (
-            f"The debate is {debate.status}: resume it first; only a completed debate takes "
+            f"The debate is {status}: resume it first; only a completed debate takes "
             "follow-up questions."
         )
     used = debate.input_tokens + debate.output_tokens

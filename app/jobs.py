@@ -35,6 +35,7 @@ from app.db import session_scope
 from app.followups import FollowUpRefused, money_spent, refusal
 from app.providers.base import Provider
 from app.runner import Runner, RunResult, Sleep
+from app.status import DebateStatus
 
 if TYPE_CHECKING:
     from app.debate_queue import DebateQueue
@@ -42,9 +43,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Job = asyncio.Task[RunResult | None]
-
-RESUMABLE_STATUSES = ("failed", "cancelled")
-FINAL_STATUSES = ("completed", "failed", "cancelled")
 
 
 @dataclass
@@ -135,10 +133,14 @@ class JobManager:
             reason = f"internal error: {type(error).__name__}: {error}"
             with session_scope(self.engine) as session:
                 store.finish_debate(
-                    session, debate_id=debate_id, status="failed", outcome=None, reason=reason
+                    session,
+                    debate_id=debate_id,
+                    status=DebateStatus.FAILED,
+                    outcome=None,
+                    reason=reason,
                 )
-            self.hub.publish(debate_id, "end", {"status": "failed", "reason": reason})
-            return RunResult("failed", reason)
+            self.hub.publish(debate_id, "end", {"status": DebateStatus.FAILED, "reason": reason})
+            return RunResult(DebateStatus.FAILED, reason)
 
     async def cancel(self, debate_id: str) -> bool:
         """Stop a queued or running debate; its completed turns stay saved."""
@@ -146,10 +148,13 @@ class JobManager:
             return await self.queue.cancel(debate_id)
         with session_scope(self.engine) as session:
             debate = store.get_debate(session, debate_id=debate_id)
-            if debate is None or debate.status in FINAL_STATUSES:
+            if debate is None or DebateStatus(debate.status).is_ended:
                 return False
             store.set_status(
-                session, debate_id=debate_id, status="cancelled", reason="cancelled by user"
+                session,
+                debate_id=debate_id,
+                status=DebateStatus.CANCELLED,
+                reason="cancelled by user",
             )
         job = self._current(debate_id)
         if job is not None and not job.done():
@@ -159,16 +164,16 @@ class JobManager:
         if self.is_running(debate_id) or self.hub.has_ended(debate_id):
             return True
         with session_scope(self.engine) as session:
-            still_cancelled = store.debate_status(session, debate_id=debate_id) == "cancelled"
-        if still_cancelled:
-            self.hub.publish(debate_id, "end", {"status": "cancelled"})
+            status = store.debate_status(session, debate_id=debate_id)
+        if status == DebateStatus.CANCELLED:
+            self.hub.publish(debate_id, "end", {"status": DebateStatus.CANCELLED})
         return True
 
     def resume(self, debate_id: str) -> bool:
         """Continue a failed or cancelled debate from its last completed turn."""
         with session_scope(self.engine) as session:
             debate = store.get_debate(session, debate_id=debate_id)
-            if debate is None or debate.status not in RESUMABLE_STATUSES:
+            if debate is None or not DebateStatus(debate.status).is_resumable:
                 return False
             self._requeue(session, debate_id)
         self._announce_requeued(debate_id)
@@ -194,18 +199,18 @@ class JobManager:
 
     def _requeue(self, session: Session, debate_id: str) -> None:
         """Mark the debate queued and, with workers, enqueue its job in the same transaction."""
-        store.set_status(session, debate_id=debate_id, status="queued", reason=None)
+        store.set_status(session, debate_id=debate_id, status=DebateStatus.QUEUED, reason=None)
         if self.queue is not None:
             self.queue.defer(session, debate_id=debate_id)
 
     def _announce_requeued(self, debate_id: str) -> None:
         """Once committed: tell its viewers, and (without workers) start its job here."""
         self.hub.reopen(debate_id)
-        self.hub.publish(debate_id, "status", {"status": "queued"})
+        self.hub.publish(debate_id, "status", {"status": DebateStatus.QUEUED})
         if self.queue is None:
             self._start_job(debate_id)
 
-    async def wait(self, debate_id: str) -> str | None:
+    async def wait(self, debate_id: str) -> DebateStatus | None:
         """Until the debate's job ends (bound it with ``asyncio.timeout``); its final status."""
         if self.queue is not None:
             return await self.queue.wait(debate_id)

@@ -30,6 +30,7 @@ from sqlmodel import Session
 
 from app.db import session_scope
 from app.models import ACTIVE_STATUSES, Debate
+from app.status import DebateStatus
 
 _debates: Any = Debate.__table__  # type: ignore[attr-defined]
 
@@ -78,7 +79,7 @@ def take(session: Session, *, debate_id: str, holder: str, seconds: float) -> Le
                 lease_token=_debates.c.lease_token + 1,
                 lease_holder=holder,
                 lease_expires_at=_expiry(seconds),
-                status="running",
+                status=DebateStatus.RUNNING.value,
                 status_reason=None,
                 started_at=func.coalesce(_debates.c.started_at, func.now()),
                 finished_at=None,

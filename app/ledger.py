@@ -19,6 +19,7 @@ from app.endings import EndedEarly
 from app.leases import Fence
 from app.pricing import ModelUse
 from app.spec import CompletedTurn, DebateSpec, Outcome
+from app.status import DebateStatus
 from app.store import SavedTurn
 
 
@@ -92,7 +93,7 @@ class Ledger:
                 running=running,
             )
 
-    def status(self, debate_id: str) -> str | None:
+    def status(self, debate_id: str) -> DebateStatus | None:
         with session_scope(self.engine) as session:
             return store.debate_status(session, debate_id=debate_id)
 
@@ -137,7 +138,7 @@ class Ledger:
             return saved
 
     def finish(
-        self, debate_id: str, *, status: str, outcome: Outcome | None, reason: str | None
+        self, debate_id: str, *, status: DebateStatus, outcome: Outcome | None, reason: str | None
     ) -> None:
         with session_scope(self.engine) as session:
             if self.fence is not None:

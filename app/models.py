@@ -12,8 +12,10 @@ from typing import Any
 from sqlalchemy import JSON, Column, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-DEBATE_STATUSES = ("queued", "running", "completed", "failed", "cancelled")
-ACTIVE_STATUSES = ("queued", "running")
+from app.status import ACTIVE_STATUSES as ACTIVE_STATUSES
+from app.status import DebateStatus
+
+DEBATE_STATUSES = tuple(status.value for status in DebateStatus)
 TURN_STATUSES = ("completed", "failed")
 
 
@@ -39,7 +41,7 @@ class Debate(SQLModel, table=True):
     history: bool = False
     spec_json: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     seats_summary: str = ""
-    status: str = Field(default="queued", max_length=16)
+    status: str = Field(default=DebateStatus.QUEUED.value, max_length=16)
     status_reason: str | None = None
     converged: bool | None = None
     rounds_run: int | None = None

@@ -47,7 +47,7 @@ import logging
 import re
 import secrets
 from collections import OrderedDict, deque
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -168,6 +168,14 @@ def _event(debate_id: str, entry_id: str, fields: dict[str, str]) -> Event:
     )
 
 
+def _through_end(events: list[Event]) -> list[Event] | None:
+    """The events up to and including the first terminal one; None when there is none."""
+    for index, event in enumerate(events):
+        if event.type == TERMINAL_EVENT:
+            return events[: index + 1]
+    return None
+
+
 def _events(debate_id: str, entries: Any) -> list[Event]:
     """Stream entries (``[id, {field: value}]`` pairs, as ``XRANGE`` replies) as events."""
     return [_event(debate_id, entry_id, fields) for entry_id, fields in entries]
@@ -243,7 +251,7 @@ class RedisBus:
 
     # -- publishing ---------------------------------------------------------------------
 
-    def publish(self, debate_id: str, type: str, data: dict[str, Any] | None = None) -> None:
+    def publish(self, debate_id: str, type: str, data: Mapping[str, Any] | None = None) -> None:
         payload = dict(data or {})
         self._note_ending(debate_id, type)
         if type == "delta" and len(self._outbox) >= self._buffer_limit:
@@ -406,6 +414,12 @@ class RedisBus:
                 batch, finished = drain(subscriber.queue, await subscriber.queue.get())
                 after = _position(position)
                 batch = [event for event in batch if _position(event.id) > after]
+                # Live events stop at the end, as with the in-memory hub, even when a
+                # resume's first events came in the same read.
+                ended = _through_end(batch)
+                if ended is not None:
+                    yield ended
+                    return
                 if batch:
                     position = batch[-1].id
                     yield batch

@@ -18,10 +18,11 @@ from app import store
 from app.config import Settings
 from app.db import session_scope
 from app.debates import MAX_SEATS, PreparedDebate, SeatChoice, SeatError, seat_error_message
-from app.models import ACTIVE_STATUSES, Debate
+from app.models import Debate
 from app.providers.base import ProviderStatus
 from app.providers.registry import resolve_seat
 from app.spec import DebateSpec, Seat
+from app.status import DebateStatus
 
 __all__ = ["RerunRefused", "RerunRequest", "rerun_spec", "start_rerun"]
 
@@ -82,7 +83,7 @@ def start_rerun(
         original = store.get_debate(session, debate_id=debate_id)
         if original is None:
             raise LookupError(f"No debate {debate_id}.")
-        if original.status in ACTIVE_STATUSES:
+        if DebateStatus(original.status).is_active:
             raise RerunRefused(f"The debate is {original.status}: re-run it once it has finished.")
         prepared = rerun_spec(store.debate_spec(original), seats, statuses=statuses)
         debate = store.create_debate(

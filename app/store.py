@@ -28,9 +28,10 @@ from sqlalchemy import (
 from sqlalchemy import select as sql_select
 from sqlmodel import Session, col, select
 
-from app.models import ACTIVE_STATUSES, Debate, Turn, utcnow
+from app.models import Debate, Turn, utcnow
 from app.pricing import ModelUse
 from app.spec import CompletedTurn, ContextFile, DebateSpec, Outcome, Seat
+from app.status import ACTIVE_STATUSES, DebateStatus
 
 _Select = TypeVar("_Select", bound=Select[Any])
 
@@ -126,7 +127,7 @@ def create_debate(
         spec_json=spec_to_json(spec),
         seats_summary=seats_summary(spec),
         token_budget=token_budget,
-        status="queued",
+        status=DebateStatus.QUEUED.value,
         rerun_of=rerun_of,
     )
     session.add(debate)
@@ -281,16 +282,17 @@ def active_debates(session: Session) -> list[Debate]:
 
 
 def set_status(
-    session: Session, *, debate_id: str, status: str, reason: str | None = None
+    session: Session, *, debate_id: str, status: DebateStatus, reason: str | None = None
 ) -> Debate:
+    status = DebateStatus(status)  # a caller's plain string is checked here, not stored as is
     debate = _require(session, debate_id)
-    debate.status = status
+    debate.status = status.value
     debate.status_reason = storable(reason)
     now = utcnow()
-    if status == "running":
+    if status == DebateStatus.RUNNING:
         debate.started_at = debate.started_at or now
         debate.finished_at = None
-    elif status in ("completed", "failed", "cancelled"):
+    elif status.is_ended:
         debate.finished_at = now
     session.add(debate)
     return debate
@@ -306,7 +308,7 @@ def mark_running(session: Session, *, debate_id: str) -> bool:
         update(Debate)
         .where(col(Debate.id) == debate_id, col(Debate.status).in_(ACTIVE_STATUSES))
         .values(
-            status="running",
+            status=DebateStatus.RUNNING.value,
             status_reason=None,
             started_at=func.coalesce(col(Debate.started_at), now),
             finished_at=None,
@@ -316,12 +318,12 @@ def mark_running(session: Session, *, debate_id: str) -> bool:
     return bool(getattr(marked, "rowcount", 0))
 
 
-def debate_status(session: Session, *, debate_id: str) -> str | None:
+def debate_status(session: Session, *, debate_id: str) -> DebateStatus | None:
     # Read before every step of every running debate: a cached Core statement.
     if not can_be_stored(debate_id):
         return None
     status = session.connection().execute(_TURN_SQL.status, {"debate_id": debate_id}).scalar()
-    return None if status is None else str(status)
+    return None if status is None else DebateStatus(status)
 
 
 def record_turn(
@@ -487,7 +489,7 @@ def finish_debate(
     session: Session,
     *,
     debate_id: str,
-    status: str,
+    status: DebateStatus,
     outcome: Outcome | None,
     reason: str | None = None,
 ) -> Debate:

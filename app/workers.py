@@ -47,13 +47,14 @@ from app.debate_queue import (
     requeue_stalled,
     require_postgresql,
 )
+from app.event_types import relay
 from app.events import Event, Snapshot
 from app.leases import Fence, Lease, LeaseLost
 from app.migrate import migrate
-from app.models import ACTIVE_STATUSES
 from app.providers.base import Provider
 from app.providers.registry import PROVIDER_NAMES, build_provider, close_providers
 from app.runner import Runner
+from app.status import ACTIVE_STATUSES, DebateStatus
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ class FencedBus:
         self._bus = bus
         self._fence = fence
 
-    def publish(self, debate_id: str, type: str, data: dict[str, Any] | None = None) -> object:
+    def publish(self, debate_id: str, type: str, data: Mapping[str, Any] | None = None) -> object:
         try:
             allowed = self._fence.may_publish()
         except SQLAlchemyError as error:  # the database cannot vouch for the lease
@@ -116,7 +117,7 @@ class FencedBus:
             allowed = False
         if not allowed:
             return None
-        return self._bus.publish(debate_id, type, data)
+        return relay(self._bus, debate_id, type, data)
 
     def reopen(self, debate_id: str) -> None:
         self._bus.reopen(debate_id)
@@ -177,7 +178,7 @@ class DebateWorker:
             log.warning(
                 "gave up debate %s (job %s): another worker took it over", debate_id, job_id
             )
-        elif outcome in ("completed", "failed"):
+        elif outcome in (DebateStatus.COMPLETED, DebateStatus.FAILED):
             log.info("finished debate %s (job %s): %s", debate_id, job_id, outcome)
         else:
             log.info("stopped debate %s (job %s): it was %s", debate_id, job_id, outcome)
@@ -268,10 +269,12 @@ class DebateWorker:
                 continue
             if status is None:
                 stop.reason = "lost"
-            elif status != "running":
-                stop.reason = status
-            else:
+            elif status in (DebateStatus.RUNNING, DebateStatus.COMPLETED, DebateStatus.FAILED):
+                # Only the lease's holder writes completed or failed: this run has just saved
+                # its own end and publishes it next. Stopping it now would lose that ``end``.
                 continue
+            else:
+                stop.reason = status
             run.cancel()
             return
 
@@ -281,10 +284,9 @@ class DebateWorker:
             await asyncio.to_thread(self._record_failure, fence, reason)
         except LeaseLost:
             return "lost"
-        FencedBus(self.bus, fence).publish(
-            fence.debate_id, "end", {"status": "failed", "reason": reason}
-        )
-        return "failed"
+        bus: EventBus = FencedBus(self.bus, fence)
+        bus.publish(fence.debate_id, "end", {"status": DebateStatus.FAILED, "reason": reason})
+        return DebateStatus.FAILED
 
     def _record_failure(self, fence: Fence, reason: str) -> None:
         from app import store
@@ -292,7 +294,11 @@ class DebateWorker:
         with session_scope(self.engine) as session:
             fence.check(session)
             store.finish_debate(
-                session, debate_id=fence.debate_id, status="failed", outcome=None, reason=reason
+                session,
+                debate_id=fence.debate_id,
+                status=DebateStatus.FAILED,
+                outcome=None,
+                reason=reason,
             )
 
 

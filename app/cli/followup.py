@@ -13,7 +13,9 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-EXIT_CODES = {"completed": 0, "failed": 1, "cancelled": 130}
+from app.status import DebateStatus
+
+EXIT_CODES = {DebateStatus.COMPLETED: 0, DebateStatus.FAILED: 1, DebateStatus.CANCELLED: 130}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,11 +101,11 @@ def _report(
     debate_id: str, status: str, reason: str | None, answers: list[Any], out: TextIO
 ) -> None:
     print(file=out)
-    if status == "completed":
+    if status == DebateStatus.COMPLETED:
         seats = ", ".join(turn.label for turn in answers if turn.status == "completed")
         print(f"Answered by {seats}. The answers are in the debate's reports:", file=out)
         print(f"  argue show {debate_id}  ·  argue export {debate_id}", file=out)
-    elif status == "cancelled":
+    elif status == DebateStatus.CANCELLED:
         print(f"Cancelled; resume with: argue resume {debate_id}", file=out)
     else:
         print(f"Debate {debate_id} {status}: {reason or 'no reason given'}", file=out)

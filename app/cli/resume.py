@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-INTERRUPTED_STATUSES = ("queued", "running")
+from app.status import ACTIVE_STATUSES as INTERRUPTED_STATUSES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from app.cli.session import drive, open_context
     from app.cli.terminal import TerminalView
     from app.db import session_scope
-    from app.jobs import RESUMABLE_STATUSES
+    from app.status import RESUMABLE_STATUSES
 
     context = open_context()
     with session_scope(context.engine) as session:

@@ -25,6 +25,7 @@ from app.config import Settings
 from app.db import get_engine, session_scope
 from app.migrate import migrate
 from app.providers.registry import close_providers
+from app.status import DebateStatus
 
 if TYPE_CHECKING:
     from app.cli.terminal import TerminalView
@@ -59,7 +60,7 @@ def providers_for(spec: DebateSpec, settings: Settings) -> dict[str, Provider]:
 
 @dataclass(frozen=True)
 class DriveResult:
-    status: str
+    status: DebateStatus
     reason: str | None
     files_error: str | None = None
 
@@ -85,9 +86,9 @@ def drive(context: CliContext, debate_id: str, view: TerminalView, start: Starte
     with session_scope(context.engine) as session:
         debate = store.get_debate(session, debate_id=debate_id)
         assert debate is not None
-        files_error = (view.end or {}).get("files_error")
+        files_error = view.end.get("files_error") if view.end else None
         return DriveResult(
-            status=debate.status,
+            status=DebateStatus(debate.status),
             reason=debate.status_reason,
             files_error=str(files_error) if files_error else None,
         )
@@ -95,9 +96,13 @@ def drive(context: CliContext, debate_id: str, view: TerminalView, start: Starte
 
 def _mark_cancelled(context: CliContext, debate_id: str) -> None:
     with session_scope(context.engine) as session:
-        if store.debate_status(session, debate_id=debate_id) in ("queued", "running"):
+        status = store.debate_status(session, debate_id=debate_id)
+        if status is not None and status.is_active:
             store.set_status(
-                session, debate_id=debate_id, status="cancelled", reason="cancelled by user"
+                session,
+                debate_id=debate_id,
+                status=DebateStatus.CANCELLED,
+                reason="cancelled by user",
             )
 
 

@@ -20,11 +20,30 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from app.cli.style import PLAIN, Style
+from app.event_types import (
+    BatchData,
+    BatchEvent,
+    DeltaData,
+    DeltaEvent,
+    EndData,
+    EndEvent,
+    RetryingData,
+    RetryingEvent,
+    TurnCompletedData,
+    TurnCompletedEvent,
+    TurnFailedData,
+    TurnFailedEvent,
+    TurnStartedData,
+    TurnStartedEvent,
+    UsageData,
+    UsageEvent,
+    typed,
+)
 from app.providers.base import estimate_tokens
 
 PHASE_PLURALS = {
@@ -52,10 +71,14 @@ ERROR_KIND_WORDS = {
 
 @dataclass
 class _Live:
-    info: dict[str, Any]
+    info: TurnStartedData
     parts: list[str] = field(default_factory=list)
     state: str = "running"  # running | done | failed
     output_tokens: int | None = None
+
+    @property
+    def key(self) -> str:
+        return self.info["key"]
 
     @property
     def text(self) -> str:
@@ -68,8 +91,9 @@ class _Live:
         return estimate_tokens(self.text)
 
 
-def turn_header(info: dict[str, Any], style: Style = PLAIN, seat_index: int = 0) -> str:
-    """``── Claude · anthropic:claude-sonnet-4-5 · opening · round 1 ──``"""
+def turn_header(info: Mapping[str, Any], style: Style = PLAIN, seat_index: int = 0) -> str:
+    """``── Claude · anthropic:claude-sonnet-4-5 · opening · round 1 ──`` (a started turn's
+    event data, or a saved turn's fields: ``app.cli.browse``)."""
     model = info.get("model")
     who = f"{info.get('provider')}:{model}" if model else str(info.get("provider"))
     label = style.seat(str(info.get("label")), seat_index)
@@ -123,13 +147,12 @@ def one_line(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def retry_line(data: dict[str, Any]) -> str:
+def retry_line(data: RetryingData) -> str:
     """``retrying after 429: Rate limit exceeded in 2.0s (attempt 2)``"""
-    kind = str(data.get("error_kind") or "")
+    kind = data["error_kind"]
     cause = data.get("error_status") or ERROR_KIND_WORDS.get(kind, kind or "an error")
-    delay = float(data.get("delay") or 0)
-    message = one_line(str(data.get("error_message") or ""), 200)
-    return f"retrying after {cause}: {message} in {delay:.1f}s (attempt {data.get('attempt')})"
+    message = one_line(data["error_message"], 200)
+    return f"retrying after {cause}: {message} in {data['delay']:.1f}s (attempt {data['attempt']})"
 
 
 class TerminalView:
@@ -153,22 +176,35 @@ class TerminalView:
         self._clock = clock
         self._started_at = clock()
         self._seats: dict[str, int] = {}
-        self._where: dict[str, Any] = {}
-        self.end: dict[str, Any] | None = None
-        self.usage: dict[str, Any] = {}
+        self._where: TurnStartedData | None = None
+        self.end: EndData | None = None
+        self.usage: UsageData | None = None
         self._batch_keys: set[str] = set()
         self._batch: dict[str, _Live] = {}
-        self._inline: str | None = None
-        self._inline_live = _Live(info={})
+        self._inline: _Live | None = None  # the turn streaming inline
         self._line_open = False  # the cursor is not at the start of a line
         self._progress_drawn = False
 
     # -- public ------------------------------------------------------------------------
 
-    def handle(self, type: str, data: dict[str, Any]) -> None:
-        handler = getattr(self, f"_on_{type}", None)
-        if handler is not None:
-            handler(data)
+    def handle(self, type: str, data: Mapping[str, Any]) -> None:
+        match typed(type, data):
+            case BatchEvent(data=batch):
+                self._on_batch(batch)
+            case TurnStartedEvent(data=started):
+                self._on_turn_started(started)
+            case DeltaEvent(data=delta):
+                self._on_delta(delta)
+            case RetryingEvent(data=retry):
+                self._on_retrying(retry)
+            case TurnCompletedEvent(data=completed):
+                self._on_turn_completed(completed)
+            case TurnFailedEvent(data=failed):
+                self._on_turn_failed(failed)
+            case UsageEvent(data=usage):
+                self.usage = usage
+            case EndEvent(data=end):
+                self._on_end(end)
         self._draw_status()
         self.out.flush()
 
@@ -188,42 +224,44 @@ class TerminalView:
 
     # -- events --------------------------------------------------------------------------
 
-    def _on_batch(self, data: dict[str, Any]) -> None:
-        self._batch_keys = {str(key) for key in data.get("keys", ())}
+    def _on_batch(self, data: BatchData) -> None:
+        self._batch_keys = set(data["keys"])
         self._batch = {}
 
-    def _on_turn_started(self, data: dict[str, Any]) -> None:
-        key = str(data.get("key"))
-        self._where = dict(data)
+    def _on_turn_started(self, data: TurnStartedData) -> None:
+        key = data["key"]
+        self._where = data
         # Colours follow the order seats are planned in, not the order they finish.
         self._seats.setdefault(self._seat_of(data), len(self._seats))
         if key in self._batch_keys:
-            self._batch[key] = _Live(info=dict(data))
+            self._batch[key] = _Live(info=data)
             self._redraw_progress(force=True)
             return
         self._clear_progress()
         self._end_line()
         self._write(f"\n{self._header(data)}\n")
-        self._inline = key
-        self._inline_live = _Live(info=dict(data))
+        self._inline = _Live(info=data)
 
-    def _on_delta(self, data: dict[str, Any]) -> None:
-        key, text = str(data.get("key")), str(data.get("text", ""))
-        if key == self._inline:
+    def _is_inline(self, key: str) -> bool:
+        return self._inline is not None and self._inline.key == key
+
+    def _on_delta(self, data: DeltaData) -> None:
+        key, text = data["key"], data.get("text", "")
+        if self._inline is not None and self._inline.key == key:
             self._write(text)
-            self._inline_live.parts.append(text)
+            self._inline.parts.append(text)
             self._line_open = not text.endswith("\n")
         elif key in self._batch:
             self._batch[key].parts.append(text)
             if self.live:
                 self._redraw_progress()
 
-    def _on_retrying(self, data: dict[str, Any]) -> None:
-        key = str(data.get("key"))
+    def _on_retrying(self, data: RetryingData) -> None:
+        key = data["key"]
         self._clear_progress()
         self._end_line()
-        if key == self._inline:
-            self._inline_live.parts.clear()
+        if self._inline is not None and self._inline.key == key:
+            self._inline.parts.clear()
             self._write(
                 self.style.warning(f"  ↻ {retry_line(data)} — the text above is void") + "\n"
             )
@@ -231,17 +269,15 @@ class TerminalView:
             live = self._batch.get(key)
             if live is not None:
                 live.parts.clear()
-            label = live.info.get("label") if live else key
+            label = live.info["label"] if live else key
             self._write(self.style.warning(f"  ↻ {label}: {retry_line(data)}") + "\n")
         self._redraw_progress()
 
-    def _on_turn_completed(self, data: dict[str, Any]) -> None:
-        key = str(data.get("key"))
-        stats = turn_stats(
-            data.get("input_tokens"), data.get("output_tokens"), data.get("latency_ms")
-        )
-        lines = [stats, *verdict_lines(data.get("verdict"))]
-        if key == self._inline:
+    def _on_turn_completed(self, data: TurnCompletedData) -> None:
+        key = data["key"]
+        stats = turn_stats(data["input_tokens"], data["output_tokens"], data["latency_ms"])
+        lines = [stats, *verdict_lines(data["verdict"])]
+        if self._is_inline(key):
             self._end_line()
             self._write("".join(f"  {line}\n" for line in lines))
             self._inline = None
@@ -249,20 +285,20 @@ class TerminalView:
         live = self._batch.get(key)
         if live is None:
             return
-        live.state, live.output_tokens = "done", int(data.get("output_tokens") or 0)
+        live.state, live.output_tokens = "done", data["output_tokens"]
         self._clear_progress()
         self._write(f"\n{self._header(data)}\n{live.text.rstrip()}\n")
         self._write("".join(f"  {line}\n" for line in lines))
         self._after_batch_turn()
 
-    def _on_turn_failed(self, data: dict[str, Any]) -> None:
-        key = str(data.get("key"))
-        kind = data.get("error_kind")
-        status = data.get("error_status")
-        cause = f"{kind} {status}" if status else str(kind)
-        message = f"  ✗ {data.get('label')} failed ({cause}): {data.get('error_message')}"
+    def _on_turn_failed(self, data: TurnFailedData) -> None:
+        key = data["key"]
+        kind = data["error_kind"]
+        status = data["error_status"]
+        cause = f"{kind} {status}" if status else kind
+        message = f"  ✗ {data['label']} failed ({cause}): {data['error_message']}"
         message = self.style.error(message) + "\n"
-        if key == self._inline:
+        if self._is_inline(key):
             self._end_line()
             self._write(message)
             self._inline = None
@@ -275,20 +311,17 @@ class TerminalView:
         self._write(f"\n{self._header(data)}\n{message}")
         self._after_batch_turn()
 
-    def _on_usage(self, data: dict[str, Any]) -> None:
-        self.usage = dict(data)
-
-    def _on_end(self, data: dict[str, Any]) -> None:
+    def _on_end(self, data: EndData) -> None:
         self._clear_progress()
         self._end_line()
-        self.end = dict(data)
+        self.end = data
 
-    def _header(self, info: dict[str, Any]) -> str:
+    def _header(self, info: TurnStartedData) -> str:
         seat_index = self._seats.setdefault(self._seat_of(info), len(self._seats))
         return turn_header(info, self.style, seat_index)
 
     @staticmethod
-    def _seat_of(info: dict[str, Any]) -> str:
+    def _seat_of(info: TurnStartedData) -> str:
         return str(info.get("role") or info.get("label"))
 
     # -- status line ---------------------------------------------------------------------
@@ -296,19 +329,21 @@ class TerminalView:
     def _status_text(self) -> str:
         """``round 2 · rebuttal · Claude · 344 tok · 1:05``; a batch shows its progress."""
         where = self._where
+        if where is None:
+            return ""
         if self._batch:
             doing = self._progress_text()
         elif self._inline is not None:
-            doing = f"{where.get('phase')} · {where.get('label')}"
+            doing = f"{where['phase']} · {where['label']}"
         else:
-            doing = str(where.get("phase"))
+            doing = where["phase"]
         running = [live for live in self._batch.values() if live.state == "running"]
         if self._inline is not None:
-            running.append(self._inline_live)
-        saved = int(self.usage.get("input_tokens") or 0) + int(self.usage.get("output_tokens") or 0)
+            running.append(self._inline)
+        saved = self.usage["input_tokens"] + self.usage["output_tokens"] if self.usage else 0
         tokens = saved + sum(live.tokens for live in running)
         minutes, seconds = divmod(int(self._clock() - self._started_at), 60)
-        return f"round {where.get('round')} · {doing} · {tokens} tok · {minutes}:{seconds:02d}"
+        return f"round {where['round']} · {doing} · {tokens} tok · {minutes}:{seconds:02d}"
 
     def _draw_status(self) -> None:
         # Only at the start of a line: wiped later, it leaves no trace in the text.
@@ -332,11 +367,9 @@ class TerminalView:
 
     def _progress_text(self) -> str:
         lives = list(self._batch.values())
-        phase = str(lives[0].info.get("phase")) if lives else ""
+        phase = lives[0].info["phase"] if lives else ""
         marks = {"running": "…", "done": "✓", "failed": "✗"}
-        parts = [
-            f"{live.info.get('label')} {live.tokens} tok {marks[live.state]}" for live in lives
-        ]
+        parts = [f"{live.info['label']} {live.tokens} tok {marks[live.state]}" for live in lives]
         return f"{PHASE_PLURALS.get(phase, phase)}: " + " · ".join(parts)
 
     def _redraw_progress(self, *, force: bool = False) -> None:

@@ -37,7 +37,8 @@ from app.providers.base import Finished, Provider, ProviderError, Retrying, Text
 from app.providers.registry import default_model
 from app.providers.resilience import stream_with_retries
 from app.runner import Runner
-from app.spec import DebateSpec, FormatName, Seat
+from app.spec import DebateSpec, Seat
+from app.status import DebateStatus
 
 SOLVER_SYSTEM = (
     "You are a careful problem solver. Work the question out step by step, then give the "
@@ -207,7 +208,7 @@ class Harness:
     ) -> Answered:
         spec = DebateSpec(
             topic=answers.ask(question),
-            format=cast(FormatName, condition.format),
+            format=cast(str, condition.format),
             rounds=rounds,
             seats=tuple(seats),
         )
@@ -224,7 +225,7 @@ class Harness:
         except (asyncio.CancelledError, KeyboardInterrupt):
             self._cancel_debate(debate_id)
             raise
-        if result.status != "completed":
+        if result.status != DebateStatus.COMPLETED:
             raise RunStopped(f"debate {debate_id} {result.status}: {result.reason}")
         with session_scope(self.engine) as session:
             saved = debate_store.get_debate(session, debate_id=debate_id)
@@ -245,9 +246,13 @@ class Harness:
     def _cancel_debate(self, debate_id: str) -> None:
         """A debate left ``running`` would be resumed by the next web app start."""
         with session_scope(self.engine) as session:
-            if debate_store.debate_status(session, debate_id=debate_id) in ("queued", "running"):
+            status = debate_store.debate_status(session, debate_id=debate_id)
+            if status is not None and status.is_active:
                 debate_store.set_status(
-                    session, debate_id=debate_id, status="cancelled", reason="eval interrupted"
+                    session,
+                    debate_id=debate_id,
+                    status=DebateStatus.CANCELLED,
+                    reason="eval interrupted",
                 )
 
 

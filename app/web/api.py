@@ -24,10 +24,11 @@ from app.config import Settings
 from app.db import session_scope
 from app.debates import DebateRequest
 from app.followups import FollowUpRefused, FollowUpRequest
+from app.formats import FormatName
 from app.formats.judging import same_provider_warnings
 from app.models import Debate, Turn
 from app.pricing import ModelUse, PriceTable, Total
-from app.spec import FormatName
+from app.status import DebateStatus
 from app.web.bad_input import ValidationErrorsRoute, cut, field_errors
 from app.web.delete import delete_or_refuse
 from app.web.deps import EngineDep, JobsDep, SessionDep, SettingsDep, StatusesDep
@@ -35,7 +36,6 @@ from app.web.deps import EngineDep, JobsDep, SessionDep, SettingsDep, StatusesDe
 PER_PAGE = 20
 
 router = APIRouter(prefix="/api", tags=["api"], route_class=ValidationErrorsRoute)
-StatusName = Literal["queued", "running", "completed", "failed", "cancelled"]
 
 
 class SeatOut(BaseModel):
@@ -108,7 +108,7 @@ class DebateSummary(BaseModel):
     format: FormatName
     topic_type: str
     rounds: int
-    status: StatusName
+    status: DebateStatus
     status_reason: str | None
     converged: bool | None
     rounds_run: int | None
@@ -310,7 +310,7 @@ def list_debates(
     settings: SettingsDep,
     q: Annotated[str | None, Query(max_length=500, description="Words in the topic.")] = None,
     format: FormatName | None = None,
-    status: StatusName | None = None,
+    status: DebateStatus | None = None,
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
 ) -> DebatePage:
     rows, total = store.list_debates(

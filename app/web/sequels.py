@@ -22,6 +22,7 @@ from app.formats.followups import FOLLOWUP, followup_number
 from app.models import ACTIVE_STATUSES, Debate, Turn
 from app.providers.base import ProviderStatus
 from app.spec import DebateSpec
+from app.status import DebateStatus
 from app.web.view import group_id
 
 __all__ = [
@@ -129,7 +130,7 @@ def rerun_panel(
             RerunSeat(seat.role, seat.label, seat.provider, seat.model or "") for seat in spec.seats
         ),
         providers=tuple(statuses),
-        finished=debate.status in ("completed", "failed", "cancelled"),
+        finished=DebateStatus(debate.status).is_ended,
         error=error,
         values=dict(values or {}),
     )
