@@ -86,10 +86,11 @@ class Settings(BaseSettings):
 
     # Debates and the web app.
     max_concurrent_debates: int = Field(default=16, ge=1)
-    provider_worker: bool = Field(
-        default=False,
-        description="Run the Claude, Gemini and OpenAI calls in a worker process: for a "
-        "server carrying hundreds of debates at once (app.providers.worker).",
+    provider_worker: bool | None = Field(
+        default=None,
+        description="Run the Claude, Gemini and OpenAI calls in a worker process, on another "
+        "core (app.providers.worker). Unset: on when this process runs debates itself and "
+        "may use more than one CPU.",
     )
     debate_token_budget: int | None = Field(default=None, ge=1)
 

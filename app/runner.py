@@ -29,6 +29,7 @@ from app import pricing
 from app.bus import EventBus
 from app.config import Settings
 from app.endings import OUTPUT_LIMIT, REPETITION, EndedEarly
+from app.event_types import RetryingData, TurnStartedData
 from app.formats import Format, get_format
 from app.leases import Fence
 from app.ledger import Ledger, TurnRecord
@@ -48,6 +49,7 @@ from app.providers.resilience import stream_with_retries
 from app.repetition import RepetitionWatch
 from app.reports import write_debate_files
 from app.spec import CompletedTurn, DebateSpec, Outcome, TurnPlan
+from app.status import DebateStatus
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +62,7 @@ DELTA_WINDOW_SECONDS = 0.05
 
 @dataclass(frozen=True)
 class RunResult:
-    status: str
+    status: DebateStatus
     reason: str | None = None
 
 
@@ -95,24 +97,24 @@ class Runner:
         if not begun.running:
             # Cancelled while this job was on its way: the cancel stands, and says so itself.
             status = await asyncio.to_thread(self._ledger.status, debate_id)
-            return RunResult(status or "cancelled")
-        self.hub.publish(debate_id, "status", {"status": "running"})
+            return RunResult(status or DebateStatus.CANCELLED)
+        self.hub.publish(debate_id, "status", {"status": DebateStatus.RUNNING})
         spec, done, budget = begun.spec, begun.done, begun.token_budget
         fmt = get_format(spec.format)
         try:
             while plans := fmt.plan(spec, done):
                 await self._check_still_running(debate_id)
                 if (reason := await self._budget_exceeded(debate_id, budget)) is not None:
-                    return await self._finish(debate_id, "failed", None, reason)
+                    return await self._finish(debate_id, DebateStatus.FAILED, None, reason)
                 if (reason := await self._money_spent(debate_id, spec.budget_usd)) is not None:
-                    return await self._finish(debate_id, "failed", None, reason)
+                    return await self._finish(debate_id, DebateStatus.FAILED, None, reason)
                 done += await self._run_batch(debate_id, spec, fmt, plans)
         except DebateStopped:
-            self.hub.publish(debate_id, "end", {"status": "cancelled"})
-            return RunResult("cancelled")
+            self.hub.publish(debate_id, "end", {"status": DebateStatus.CANCELLED})
+            return RunResult(DebateStatus.CANCELLED)
         except TurnFailed as failure:
             reason = f"{failure.plan.key} failed: {failure.error}"
-            return await self._finish(debate_id, "failed", None, reason)
+            return await self._finish(debate_id, DebateStatus.FAILED, None, reason)
         except asyncio.CancelledError:
             self._on_cancelled(debate_id)
             raise
@@ -122,7 +124,7 @@ class Runner:
 
     async def _check_still_running(self, debate_id: str) -> None:
         status = await asyncio.to_thread(self._ledger.status, debate_id)
-        if status != "running":
+        if status != DebateStatus.RUNNING:
             raise DebateStopped(status)
 
     async def _budget_exceeded(self, debate_id: str, budget: int | None) -> str | None:
@@ -163,8 +165,10 @@ class Runner:
             self.hub.publish(
                 debate_id, "batch", {"keys": [plan.key for plan in plans], "size": len(plans)}
             )
+        window = _DeltaWindow()
         tasks = [
-            asyncio.ensure_future(self._run_turn(debate_id, spec, fmt, plan)) for plan in plans
+            asyncio.ensure_future(self._run_turn(debate_id, spec, fmt, plan, window))
+            for plan in plans
         ]
         try:
             results = await asyncio.gather(*tasks, return_exceptions=True)
@@ -187,11 +191,16 @@ class Runner:
         return tuple(completed)
 
     async def _run_turn(
-        self, debate_id: str, spec: DebateSpec, fmt: Format, plan: TurnPlan
+        self,
+        debate_id: str,
+        spec: DebateSpec,
+        fmt: Format,
+        plan: TurnPlan,
+        window: _DeltaWindow,
     ) -> CompletedTurn:
         seat = spec.seat(plan.role)
         model = seat.model or default_model(seat.provider, self.settings)
-        info: dict[str, Any] = {
+        info: TurnStartedData = {
             "key": plan.key,
             "role": plan.role,
             "label": seat.label,
@@ -203,7 +212,7 @@ class Runner:
         self.hub.publish(debate_id, "turn_started", info)
         started = utcnow()
         clock = time.monotonic()
-        streamed = _TurnText(self.hub, debate_id, plan.key)
+        streamed = _TurnText(self.hub, debate_id, plan.key, window)
         usage = Usage(0, 0, estimated=True)
         attempts = 1
         watch = RepetitionWatch()
@@ -251,7 +260,7 @@ class Runner:
         verdict = fmt.verdict(plan, text)
         latency = time.monotonic() - clock
         record = TurnRecord(
-            **_identity(info),
+            **info,
             status="completed",
             text=text,
             verdict=verdict,
@@ -309,14 +318,14 @@ class Runner:
     async def _save_failed(
         self,
         debate_id: str,
-        info: dict[str, Any],
+        info: TurnStartedData,
         error: ProviderError,
         started: datetime,
         attempts: int,
         partial_text: str,
     ) -> None:
         record = TurnRecord(
-            **_identity(info),
+            **info,
             status="failed",
             text=partial_text,
             verdict=None,
@@ -343,7 +352,7 @@ class Runner:
         )
 
     async def _finish(
-        self, debate_id: str, status: str, outcome: Outcome | None, reason: str | None
+        self, debate_id: str, status: DebateStatus, outcome: Outcome | None, reason: str | None
     ) -> RunResult:
         await asyncio.to_thread(
             self._ledger.finish, debate_id, status=status, outcome=outcome, reason=reason
@@ -353,7 +362,11 @@ class Runner:
 
     async def _complete(self, debate_id: str, outcome: Outcome) -> RunResult:
         await asyncio.to_thread(
-            self._ledger.finish, debate_id, status="completed", outcome=outcome, reason=None
+            self._ledger.finish,
+            debate_id,
+            status=DebateStatus.COMPLETED,
+            outcome=outcome,
+            reason=None,
         )
         files_error = None
         try:
@@ -369,45 +382,40 @@ class Runner:
             files_error = f"report files not written: {error}"
             log.warning("debate %s: %s", debate_id, files_error)
         self.hub.publish(
-            debate_id, "end", {"status": "completed", "reason": None, "files_error": files_error}
+            debate_id,
+            "end",
+            {"status": DebateStatus.COMPLETED, "reason": None, "files_error": files_error},
         )
-        return RunResult("completed", files_error)
+        return RunResult(DebateStatus.COMPLETED, files_error)
 
     def _on_cancelled(self, debate_id: str) -> None:
         """The task was cancelled: by a cancel request (status already says so) or by a
         shutdown (status stays ``running`` so the next start resumes it). Synchronous: a
         cancelled task must not await again before it re-raises."""
-        cancelled = self._ledger.status(debate_id) == "cancelled"
+        cancelled = self._ledger.status(debate_id) == DebateStatus.CANCELLED
         if cancelled and not self.hub.has_ended(debate_id):
-            self.hub.publish(debate_id, "end", {"status": "cancelled"})
+            self.hub.publish(debate_id, "end", {"status": DebateStatus.CANCELLED})
 
 
-class _TurnText:
-    """The text of one turn as it streams: kept whole, published at most once a window.
+class _DeltaWindow:
+    """When the live text of turns run together goes out: at most once a window, all of
+    them at once.
 
     A delta that arrives after a quiet window goes out at once; those that follow within the
-    window are gathered and go out when it closes (by timer, so a lone token is never held
-    back waiting for the next one). Chunky streams are not delayed at all; token-by-token
-    streams cost one event a window instead of one a token."""
+    window, from any of the turns, are gathered and go out together when it closes (by timer,
+    so a lone token is never held back waiting for the next one). Chunky streams are not
+    delayed at all; token-by-token streams cost one event per turn a window instead of one a
+    token, and since a batch's turns publish in the same instant, a viewer of the debate gets
+    them in one write instead of one write per turn."""
 
-    def __init__(self, hub: EventBus, debate_id: str, key: str) -> None:
-        self._hub = hub
-        self._debate_id = debate_id
-        self._key = key
-        self._parts: list[str] = []
-        self._pending: list[str] = []
+    def __init__(self) -> None:
+        self._waiting: dict[_TurnText, None] = {}  # in arrival order
         self._timer: asyncio.TimerHandle | None = None
         self._last_flush = -DELTA_WINDOW_SECONDS
 
-    @property
-    def text(self) -> str:
-        return "".join(self._parts)
-
-    def add(self, text: str) -> None:
-        if not text:
-            return
-        self._parts.append(text)
-        self._pending.append(text)
+    def offer(self, text: _TurnText) -> None:
+        """``text`` has something to publish."""
+        self._waiting[text] = None
         if self._timer is not None:
             return
         loop = asyncio.get_running_loop()
@@ -421,11 +429,48 @@ class _TurnText:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self._pending:
+        waiting, self._waiting = self._waiting, {}
+        if waiting:
             self._last_flush = asyncio.get_running_loop().time()
+        for text in waiting:
+            text.publish()
+
+    def forget(self, text: _TurnText) -> None:
+        self._waiting.pop(text, None)
+
+
+class _TurnText:
+    """The text of one turn as it streams: kept whole, published when its ``_DeltaWindow``
+    says (or at once, by ``flush``, before the turn's state changes)."""
+
+    def __init__(self, hub: EventBus, debate_id: str, key: str, window: _DeltaWindow) -> None:
+        self._hub = hub
+        self._debate_id = debate_id
+        self._key = key
+        self._window = window
+        self._parts: list[str] = []
+        self._pending: list[str] = []
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
+
+    def add(self, text: str) -> None:
+        if not text:
+            return
+        self._parts.append(text)
+        self._pending.append(text)
+        self._window.offer(self)
+
+    def publish(self) -> None:
+        if self._pending:
             chunk = "".join(self._pending)
             self._pending.clear()
             self._hub.publish(self._debate_id, "delta", {"key": self._key, "text": chunk})
+
+    def flush(self) -> None:
+        self._window.forget(self)
+        self.publish()
 
     def reset(self) -> None:
         self.flush()
@@ -438,13 +483,11 @@ class _TurnText:
 
     def discard(self) -> None:
         """The turn was abandoned (cancelled): publish nothing more."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._window.forget(self)
         self._pending.clear()
 
 
-def _retry_info(key: str, event: Retrying) -> dict[str, Any]:
+def _retry_info(key: str, event: Retrying) -> RetryingData:
     return {
         "key": key,
         "attempt": event.attempt,
@@ -465,9 +508,3 @@ def _estimated_usage(plan: TurnPlan, *, generated: str) -> Usage:
     """The usage of a stream stopped before the provider reported any."""
     prompt = estimate_tokens(plan.system) + sum(estimate_tokens(m.content) for m in plan.messages)
     return Usage(input_tokens=prompt, output_tokens=estimate_tokens(generated), estimated=True)
-
-
-def _identity(info: dict[str, Any]) -> dict[str, Any]:
-    """The fields of a turn's started-event that a saved record repeats."""
-    keys = ("key", "role", "label", "provider", "model", "phase", "round")
-    return {key: info[key] for key in keys}

@@ -300,6 +300,9 @@ async def load(
         "start_errors": len(start_errors),
         "start_error_examples": start_errors[:3],
         "stream_ends": dict(ends),
+        # Server-sent events (writes, roughly: a batch shares one) each viewer received a
+        # second, over its whole connection.
+        "events_per_viewer_per_second": _event_rate(results),
         "token_to_viewer": latency_summary(samples.latencies),
         "tokens_streamed_in_window": tokens_seen,
         "tokens_per_second": round(tokens_seen / elapsed, 1) if elapsed else None,
@@ -330,6 +333,15 @@ async def load(
         "client_loop_lag_max_ms": ms(max(lags) if lags else None),
         "profiled": profiled,
     }
+
+
+def _event_rate(results: list[ViewResult]) -> float | None:
+    rates = [
+        r.events / (r.ended_at - r.connected_at)
+        for r in results
+        if r.ended_at is not None and r.ended_at > r.connected_at
+    ]
+    return round(sum(rates) / len(rates), 1) if rates else None
 
 
 async def _probe(http: httpx.AsyncClient, url: str) -> list[float]:

@@ -85,6 +85,9 @@ def fake_settings(server: FakeLLMServer, home: Path, **overrides: object) -> Set
         "retry_max_delay": 0.05,
         "stall_timeout": 5.0,
         "request_timeout": 30.0,
+        # The calls stay in the test's process; tests/web/test_provider_worker.py runs them
+        # in the worker, as a server with two cores does by default.
+        "provider_worker": False,
     }
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]

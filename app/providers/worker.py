@@ -2,10 +2,12 @@
 
 A server streaming hundreds of debates spends about half of its one core (Python runs one
 thread at a time) inside the providers' SDKs: their HTTP clients and their parsing of every
-streamed event. With ``ARGUE_PROVIDER_WORKER=1`` the Claude, Gemini and OpenAI adapters run
-in a child process instead, on another core, and the web process keeps the debates, the
-database and the viewers. ``RemoteProvider`` stands in for an adapter: same ``Provider``
-protocol, so the runner and the retries do not know the difference.
+streamed event. So the Claude, Gemini and OpenAI adapters run in a child process instead, on
+another core, and the web process keeps the debates, the database and the viewers: by
+default whenever the web process runs debates itself and has a second core
+(``provider_worker_wanted``); ``ARGUE_PROVIDER_WORKER=1`` or ``0`` decides it outright.
+``RemoteProvider`` stands in for an adapter: same ``Provider`` protocol, so the runner and the
+retries do not know the difference.
 
 The two processes talk over the child's stdin and stdout: length-prefixed pickles of tuples
 (the child is this same program, so nothing untrusted is unpickled).
@@ -56,12 +58,27 @@ log = logging.getLogger(__name__)
 
 # The adapters whose work is worth moving: HTTP APIs parsed by an SDK. The local model has
 # its own threads, and the CLI providers are child processes already.
-WORKER_PROVIDERS = ("anthropic", "gemini", "openai")
+WORKER_PROVIDERS = frozenset({"anthropic", "gemini", "openai"})
 
 _HEADER = struct.Struct("!I")
 _STOP_SECONDS = 5.0
 
 Wire = tuple[Any, ...]
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, where the system tells it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def provider_worker_wanted(settings: Settings) -> bool:
+    """Whether a process with these settings moves its provider calls to a worker: as
+    set, or, unset, when it runs debates itself and another core is there to take them."""
+    if settings.provider_worker is not None:
+        return settings.provider_worker
+    return settings.run_debates == "in-process" and usable_cpus() > 1
 
 
 def _frame(message: object) -> bytes:

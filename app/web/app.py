@@ -23,11 +23,17 @@ from app.jobs import JobManager
 from app.migrate import migrate
 from app.providers.base import Provider, ProviderError
 from app.providers.registry import PROVIDER_NAMES, build_provider, close_providers
-from app.providers.worker import ProviderWorker, in_worker_process
+from app.providers.worker import (
+    WORKER_PROVIDERS,
+    ProviderWorker,
+    in_worker_process,
+    provider_worker_wanted,
+)
 from app.resources import STATIC_DIR
 from app.web import api, apidocs, assets, delete, evals, pages, report, security, stream
 from app.web.bad_input import validation_error_handler
 from app.web.deps import ProviderStatuses, make_templates
+from app.web.timelines import Timelines
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +73,7 @@ def create_app(
         engine = get_engine(settings)
         migrate(engine)
         chosen = dict(providers) if providers is not None else available_providers(settings)
-        if settings.provider_worker:
+        if provider_worker_wanted(settings) and WORKER_PROVIDERS & chosen.keys():
             worker = ProviderWorker(settings)
             try:
                 await worker.start()
@@ -84,6 +90,7 @@ def create_app(
             jobs.queue = DebateQueue(engine=engine, bus=hub, settings=settings)
         app.state.settings = settings
         app.state.engine = engine
+        app.state.timelines = Timelines(engine)
         app.state.hub = hub
         app.state.jobs = jobs
         app.state.statuses = ProviderStatuses(chosen, settings)
@@ -109,6 +116,7 @@ def create_app(
     )
     app.state.templates = make_templates(settings.assets)
     app.include_router(assets.router)  # before the /static mount, which would answer first
+    app.include_router(pages.stylesheet_router)  # likewise
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     app.include_router(apidocs.router)
     app.include_router(pages.router)

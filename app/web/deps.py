@@ -15,12 +15,14 @@ from sqlmodel import Session
 from app.bus import EventBus
 from app.config import Settings
 from app.db import session_scope
+from app.formats import get_format
 from app.jobs import JobManager
 from app.providers.base import Provider, ProviderStatus
 from app.providers.registry import PROVIDER_NAMES, provider_status
 from app.resources import TEMPLATES_DIR
 from app.web import assets
 from app.web.render import markdown_html
+from app.web.timelines import Timelines
 
 # Provider readiness seldom changes (a key is set before start); a short cache keeps the
 # home page from asking every adapter on every load.
@@ -33,6 +35,8 @@ def make_templates(assets_mode: assets.AssetsMode = "cdn") -> Jinja2Templates:
     env.autoescape = True
     env.filters["markdown"] = markdown_html
     env.globals["page_scripts"] = assets.page_scripts(assets_mode)
+    # Templates ask a debate's format for its headings, never test its name.
+    env.globals["format_of"] = get_format
     return templates
 
 
@@ -54,6 +58,11 @@ def get_hub(request: Request) -> EventBus:
 def get_jobs(request: Request) -> JobManager:
     jobs: JobManager = request.app.state.jobs
     return jobs
+
+
+def get_timelines(request: Request) -> Timelines:
+    timelines: Timelines = request.app.state.timelines
+    return timelines
 
 
 def get_templates(request: Request) -> Jinja2Templates:
@@ -102,4 +111,5 @@ HubDep = Annotated[EventBus, Depends(get_hub)]
 JobsDep = Annotated[JobManager, Depends(get_jobs)]
 SessionDep = Annotated[Session, Depends(get_session)]
 TemplatesDep = Annotated[Jinja2Templates, Depends(get_templates)]
+TimelinesDep = Annotated[Timelines, Depends(get_timelines)]
 StatusesDep = Annotated[list[ProviderStatus], Depends(get_statuses)]

@@ -45,11 +45,23 @@ from starlette.concurrency import run_in_threadpool
 from app import store
 from app.bus import EventBus
 from app.db import session_scope
-from app.events import Event, LiveTurn, UnknownEventId
-from app.jobs import FINAL_STATUSES
+from app.event_types import (
+    DeltaData,
+    EndData,
+    RetryingData,
+    StatusData,
+    TurnCompletedData,
+    TurnFailedData,
+    TurnStartedData,
+    UsageData,
+    typed,
+)
+from app.events import Event, UnknownEventId
 from app.models import Turn
-from app.web.deps import EngineDep, HubDep, TemplatesDep
+from app.status import DebateStatus
+from app.web.deps import EngineDep, HubDep, TemplatesDep, TimelinesDep
 from app.web.offload import off_loop
+from app.web.timelines import Timelines
 from app.web.view import (
     GroupView,
     build_view,
@@ -57,12 +69,8 @@ from app.web.view import (
     downloads,
     group_id,
     group_title,
-    group_turns,
-    merge_turns,
-    progress_of,
     shows_round_heading,
     turn_from_live,
-    turn_from_row,
 )
 
 router = APIRouter()
@@ -70,8 +78,11 @@ router = APIRouter()
 PING_SECONDS = 15.0
 # One write of a long replay holds this many events: between two, other tasks run.
 REPLAY_CHUNK_EVENTS = 200
-# Events whose encoding is cheap enough to make on the loop when one arrives alone.
+# Events whose encoding is cheap enough to make on the loop, a few at a time: a live batch
+# (a window's deltas of every turn, several at once when they come from Redis) is sent at
+# once instead of queueing in the pool behind rendered turns.
 CHEAP_EVENTS = frozenset({"delta", "usage"})
+CHEAP_ON_LOOP = 32
 
 
 def chosen_last_id(header: str | None, query: str | None) -> str | None:
@@ -80,7 +91,7 @@ def chosen_last_id(header: str | None, query: str | None) -> str | None:
     return header or query or None
 
 
-def _debate_status(engine: Engine, debate_id: str) -> str:
+def _debate_status(engine: Engine, debate_id: str) -> DebateStatus:
     with session_scope(engine) as session:
         status = store.debate_status(session, debate_id=debate_id)
     if status is None:
@@ -101,12 +112,12 @@ async def encoded_chunks(
 ) -> AsyncIterator[bytes]:
     """``batch`` encoded as ``kind``, in chunks of at most ``REPLAY_CHUNK_EVENTS`` events.
     Encodings are made once per event and shared by every viewer; those still to make are
-    made in the pool, unless it is one cheap event (a live delta)."""
+    made in the pool, unless they are a few cheap ones (live deltas)."""
     for start in range(0, len(batch), REPLAY_CHUNK_EVENTS):
         part = batch[start : start + REPLAY_CHUNK_EVENTS]
         if start:
             await asyncio.sleep(0)  # a long replay yields the loop between its writes
-        if _all_encoded(part, kind) or (len(part) == 1 and part[0].type in CHEAP_EVENTS):
+        if _cheap_to_encode(part, kind):
             chunk = _join(part, kind, encode)
         else:
             chunk = await off_loop(_join, part, kind, encode)
@@ -114,18 +125,20 @@ async def encoded_chunks(
             yield chunk
 
 
-def _all_encoded(events: list[Event], kind: str) -> bool:
-    return all(kind in event.encodings for event in events)
+def _cheap_to_encode(events: list[Event], kind: str) -> bool:
+    """Every event already encoded as ``kind``, or the rest few and cheap."""
+    missing = [event for event in events if kind not in event.encodings]
+    return len(missing) <= CHEAP_ON_LOOP and all(event.type in CHEAP_EVENTS for event in missing)
 
 
 def _join(events: list[Event], kind: str, encode: Callable[[Event], bytes]) -> bytes:
     return b"".join(event.encoded(kind, encode) for event in events)
 
 
-async def _finished_elsewhere(hub: EventBus, status: str, debate_id: str) -> bool:
+async def _finished_elsewhere(hub: EventBus, status: DebateStatus, debate_id: str) -> bool:
     """Finished, and this process has no events about it (it ended before this process
     started, or long ago): there is nothing to replay, only the end to tell."""
-    return status in FINAL_STATUSES and (await hub.snapshot(debate_id)).last_id is None
+    return DebateStatus(status).is_ended and (await hub.snapshot(debate_id)).last_id is None
 
 
 # -- the page's stream ----------------------------------------------------------------------
@@ -141,11 +154,12 @@ async def page_stream(
     engine: EngineDep,
     hub: HubDep,
     templates: TemplatesDep,
+    timelines: TimelinesDep,
     last_event_id: Annotated[str | None, Query()] = None,
     last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> EventSourceResponse:
     status = await run_in_threadpool(_debate_status, engine, debate_id)
-    fragments = Fragments(templates.env, engine, debate_id)
+    fragments = Fragments(templates.env, engine, debate_id, timelines)
     after = chosen_last_id(last_event_id_header, last_event_id)
     return EventSourceResponse(
         page_events(hub, fragments, debate_id, status=status, last_event_id=after),
@@ -158,7 +172,7 @@ async def page_events(
     fragments: Fragments,
     debate_id: str,
     *,
-    status: str,
+    status: DebateStatus,
     last_event_id: str | None,
 ) -> AsyncIterator[ServerSentEvent | bytes]:
     if await _finished_elsewhere(hub, status, debate_id):
@@ -175,13 +189,16 @@ async def page_events(
 
 
 class Fragments:
-    """Renders each hub event as the out-of-band swaps that bring the page up to date."""
+    """Renders each hub event as the out-of-band swaps that bring the page up to date,
+    from the debate's ``Timeline`` (shared by every viewer of the debate in this process)."""
 
-    def __init__(self, env: Environment, engine: Engine, debate_id: str) -> None:
+    def __init__(
+        self, env: Environment, engine: Engine, debate_id: str, timelines: Timelines
+    ) -> None:
         self._env = env
         self._engine = engine
         self._debate_id = debate_id
-        self._format: str | None = None
+        self._timelines = timelines
 
     def render(self, template: str, **context: Any) -> str:
         return self._env.get_template(template).render(**context)
@@ -191,12 +208,23 @@ class Fragments:
         return message.encode() if message is not None else b""
 
     def for_event(self, event: Event) -> ServerSentEvent | None:
-        handler = getattr(self, f"_on_{event.type}", None)
-        if handler is None:
+        message = typed(event.type, event.data)
+        if message is None or message.type == "batch":  # a batch shows as its turns start
             return None
-        if event.type == "end":
+        if message.type == "end":
             return ServerSentEvent(data=self.final_body(), event="end", id=event.id)
-        html: str = handler(event.data)
+        if message.type == "status":
+            html = self._on_status(message.data)
+        elif message.type == "usage":
+            html = self._on_usage(message.data)
+        elif message.type == "turn_started":
+            html = self._on_turn_started(message.data)
+        elif message.type == "delta":
+            html = self._on_delta(message.data)
+        elif message.type == "retrying":
+            html = self._on_retrying(message.data)
+        else:
+            html = self._saved_turn(message.data)
         return ServerSentEvent(data=html, event="html", id=event.id)
 
     def final_body(self) -> str:
@@ -209,20 +237,17 @@ class Fragments:
             view = build_view(debate, store.debate_spec(debate), rows)
         return self.render("partials/debate_body.html", view=view, swap_oob=True)
 
-    def _on_end(self, data: dict[str, Any]) -> str:  # handled in for_event
-        return ""
-
-    def _on_status(self, data: dict[str, Any]) -> str:
+    def _on_status(self, data: StatusData) -> str:
+        debate = self._timelines.refresh_debate(self._debate_id)
+        if debate is None:
+            return ""
         with session_scope(self._engine) as session:
-            debate = store.get_debate(session, debate_id=self._debate_id)
             has_turns = bool(
                 session.exec(select(Turn.id).where(Turn.debate_id == self._debate_id)).first()
             )
-        if debate is None:
-            return ""
         # The event's status, not the database's: a replayed event shows the page as it was
         # then, and later events bring it up to date in order.
-        status = str(data.get("status"))
+        status = data["status"]
         return self.render("partials/status.html", status=status, oob=True) + self.render(
             "partials/controls.html",
             debate=debate,
@@ -231,17 +256,18 @@ class Fragments:
             oob=True,
         )
 
-    def _on_usage(self, data: dict[str, Any]) -> str:
+    def _on_usage(self, data: UsageData) -> str:
         return self.render(
             "partials/usage.html",
-            input_tokens=int(data.get("input_tokens", 0)),
-            output_tokens=int(data.get("output_tokens", 0)),
+            input_tokens=data.get("input_tokens", 0),
+            output_tokens=data.get("output_tokens", 0),
             oob=True,
         )
 
-    def _on_turn_started(self, data: dict[str, Any]) -> str:
+    def _on_turn_started(self, data: TurnStartedData) -> str:
         turn = turn_from_live(data)
-        fmt = self._debate_format()
+        timeline = self._timelines.get(self._debate_id)
+        fmt = timeline.debate.format if timeline is not None else "duel"
         heading = turn.round if shows_round_heading(fmt, turn.round, turn.phase) else None
         group = GroupView(
             id=group_id(turn.round, turn.phase),
@@ -258,15 +284,14 @@ class Fragments:
             + self._progress(started=data)
         )
 
-    def _on_delta(self, data: dict[str, Any]) -> str:
-        key = str(data.get("key", ""))
-        return oob_append(f"#x-{dom_id(key)}", escape(str(data.get("text", ""))))
+    def _on_delta(self, data: DeltaData) -> str:
+        return oob_append(f"#x-{dom_id(data['key'])}", escape(data.get("text", "")))
 
-    def _on_retrying(self, data: dict[str, Any]) -> str:
-        key = dom_id(str(data.get("key", "")))
+    def _on_retrying(self, data: RetryingData) -> str:
+        key = dom_id(data["key"])
         note = (
-            f"Retrying (attempt {data.get('attempt')}) after {data.get('error_kind')}: "
-            f"{data.get('error_message')}"
+            f"Retrying (attempt {data['attempt']}) after {data['error_kind']}: "
+            f"{data['error_message']}"
         )
         # The text starts over: the source, its rendering, and the badge back to "waiting".
         return (
@@ -276,44 +301,20 @@ class Fragments:
             f'<p class="note" id="n-{key}" hx-swap-oob="true">{escape(note)}</p>'
         )
 
-    def _on_turn_completed(self, data: dict[str, Any]) -> str:
-        return self._saved_turn(data)
-
-    def _on_turn_failed(self, data: dict[str, Any]) -> str:
-        return self._saved_turn(data)
-
-    def _saved_turn(self, data: dict[str, Any]) -> str:
-        key = str(data.get("key", ""))
-        with session_scope(self._engine) as session:
-            row = session.exec(
-                select(Turn).where(Turn.debate_id == self._debate_id, Turn.key == key)
-            ).first()
-            turn = turn_from_row(row) if row is not None else None
+    def _saved_turn(self, data: TurnCompletedData | TurnFailedData) -> str:
+        turn = self._timelines.saved_turn(self._debate_id, data["key"])
         if turn is None:
             return ""
         return self.render("partials/turn.html", turn=turn, oob=True) + self._progress()
 
-    def _progress(self, started: dict[str, Any] | None = None) -> str:
+    def _progress(self, started: TurnStartedData | None = None) -> str:
         """The header's progress after this event, from the saved turns (and ``started``,
         the turn that has just begun, which the database does not hold yet)."""
-        with session_scope(self._engine) as session:
-            debate = store.get_debate(session, debate_id=self._debate_id)
-            if debate is None:
-                return ""
-            rows = store.turns_of(session, debate_id=self._debate_id)
-            seat_order = [seat.role for seat in store.debate_spec(debate).seats]
-        live = (LiveTurn(key=str(started["key"]), info=started, text=""),) if started else ()
-        turns = merge_turns(rows, live, include_live=True)
-        groups = group_turns(turns, format=debate.format, seat_order=seat_order)
-        progress = progress_of(debate, groups)
+        timeline = self._timelines.get(self._debate_id)
+        if timeline is None:
+            return ""
+        progress = timeline.progress(started)
         return self.render("partials/progress.html", progress=progress, live=True, oob=True)
-
-    def _debate_format(self) -> str:
-        if self._format is None:
-            with session_scope(self._engine) as session:
-                debate = store.get_debate(session, debate_id=self._debate_id)
-                self._format = debate.format if debate else "duel"
-        return self._format
 
 
 def oob_append(selector: str, inner: str | Markup) -> str:
@@ -360,12 +361,13 @@ async def json_events(
     engine: Engine,
     debate_id: str,
     *,
-    status: str,
+    status: DebateStatus,
     last_event_id: str | None,
 ) -> AsyncIterator[ServerSentEvent | bytes]:
     if await _finished_elsewhere(hub, status, debate_id):
         reason = await run_in_threadpool(_status_reason, engine, debate_id)
-        yield ServerSentEvent(data=json.dumps({"status": status, "reason": reason}), event="end")
+        end: EndData = {"status": status, "reason": reason}
+        yield ServerSentEvent(data=json.dumps(end), event="end")
         return
     try:
         async with aclosing(_subscribe(hub, debate_id, last_event_id)) as batches:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
-from app.providers.worker import RemoteProvider
+from app.config import Settings
+from app.providers.worker import RemoteProvider, provider_worker_wanted
 from app.web.app import create_app
 from tests.conftest import fake_settings
 from tests.fakes.llm_server import FakeLLMServer
@@ -44,3 +46,40 @@ def test_a_duel_runs_with_its_provider_calls_in_the_worker_process(
         pass
     else:
         raise AssertionError("the worker process outlived the app")
+
+
+def test_by_default_a_web_process_with_two_cores_runs_its_provider_calls_in_a_worker(
+    fake_llm: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1})
+    settings = fake_settings(fake_llm, tmp_path / "home", provider_worker=None)
+    assert settings.provider_worker is None
+    with TestClient(create_app(settings)) as client:
+        providers = client.app.state.jobs.providers  # type: ignore[attr-defined]
+        assert isinstance(providers["anthropic"], RemoteProvider)
+        assert isinstance(providers["openai"], RemoteProvider)
+        debate_id = start_duel(client)
+        assert wait_for_debate(client, debate_id) == "completed"
+
+
+@pytest.mark.parametrize(
+    ("cpus", "run_debates", "setting", "wanted"),
+    [
+        ({0, 1}, "in-process", None, True),
+        ({0}, "in-process", None, False),  # no second core to give the calls to
+        ({0, 1}, "workers", None, False),  # a web node that only enqueues
+        ({0, 1}, "in-process", False, False),
+        ({0}, "in-process", True, True),
+    ],
+)
+def test_the_provider_worker_is_on_by_default_only_where_it_helps(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    cpus: set[int],
+    run_debates: str,
+    setting: bool | None,
+    wanted: bool,
+) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: cpus)
+    settings = Settings(home=tmp_path, run_debates=run_debates, provider_worker=setting)  # type: ignore[arg-type]
+    assert provider_worker_wanted(settings) is wanted

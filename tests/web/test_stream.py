@@ -96,7 +96,8 @@ def test_delta_fragment_appends_escaped_text_to_its_turn(client: TestClient) -> 
     from app.web.stream import Fragments
 
     app = client.app
-    fragments = Fragments(app.state.templates.env, app.state.engine, "some-id")  # type: ignore[attr-defined]
+    state = app.state  # type: ignore[attr-defined]
+    fragments = Fragments(state.templates.env, state.engine, "some-id", state.timelines)
     event = Event(3, "abc", "some-id", "delta", {"key": "r2.rebuttal.claude", "text": "<i>x</i>"})
     message = fragments.for_event(event)
     assert message is not None and message.id == "abc-3" and message.event == "html"

@@ -1,0 +1,125 @@
+"""What the page stream renders each debate's events from, kept in memory between events.
+
+A started, completed or failed turn brings the page's header up to date (the step being run,
+an estimate of what is left), and that needs the debate and every turn saved so far. Read
+from the database for every such event, it cost most of a busy server's time: at 50 duels
+with short replies, a hundred turns start and a hundred end every second. A ``Timeline``
+holds the debate and its saved turns; it is read once, then each completed or failed turn's
+event reads only that turn's row and puts it in (a later attempt with the same key replaces
+the earlier one), and each status event reads the debate again (its status, start and end
+are what change). A debate no event has touched for a while drops out (least recently
+used first); reading it again gives the same result, only later.
+
+Events are rendered in worker threads (``app.web.offload``), so every access is under a lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from app import store
+from app.db import session_scope
+from app.models import Debate, Turn
+from app.web.view import (
+    GroupView,
+    Progress,
+    TurnView,
+    group_turns,
+    progress_of,
+    turn_from_live,
+    turn_from_row,
+)
+
+DEFAULT_CAPACITY = 512
+
+
+@dataclass
+class Timeline:
+    """A debate as the page stream last saw it: the debate row (detached) and its saved
+    turns by key."""
+
+    debate: Debate
+    seat_order: tuple[str, ...]
+    turns: dict[str, TurnView] = field(default_factory=dict)
+
+    def groups(self, started: Mapping[str, Any] | None = None) -> list[GroupView]:
+        """The page's groups of turns, with ``started`` (a turn that has just begun, not
+        saved yet) among them unless its key already completed."""
+        turns = dict(self.turns)
+        if started is not None:
+            live = turn_from_live(started)
+            saved = turns.get(live.key)
+            if saved is None or saved.status != "completed":
+                turns[live.key] = live
+        return group_turns(
+            list(turns.values()), format=self.debate.format, seat_order=self.seat_order
+        )
+
+    def progress(self, started: Mapping[str, Any] | None = None) -> Progress:
+        return progress_of(self.debate, self.groups(started))
+
+
+class Timelines:
+    """The timelines of the debates being watched, at most ``capacity`` of them."""
+
+    def __init__(self, engine: Engine, *, capacity: int = DEFAULT_CAPACITY) -> None:
+        self._engine = engine
+        self._capacity = capacity
+        self._lock = threading.Lock()
+        self._timelines: OrderedDict[str, Timeline] = OrderedDict()
+
+    def get(self, debate_id: str) -> Timeline | None:
+        """The debate's timeline (read from the database the first time), or None when
+        there is no such debate."""
+        with self._lock:
+            timeline = self._timelines.get(debate_id)
+            if timeline is not None:
+                self._timelines.move_to_end(debate_id)
+                return timeline
+            timeline = self._read(debate_id)
+            if timeline is not None:
+                self._timelines[debate_id] = timeline
+                while len(self._timelines) > self._capacity:
+                    self._timelines.popitem(last=False)
+            return timeline
+
+    def saved_turn(self, debate_id: str, key: str) -> TurnView | None:
+        """The turn ``key`` as saved now (after its completed or failed event), also put
+        into the timeline."""
+        timeline = self.get(debate_id)
+        with session_scope(self._engine) as session:
+            row = session.exec(
+                select(Turn).where(Turn.debate_id == debate_id, Turn.key == key)
+            ).first()
+            turn = turn_from_row(row) if row is not None else None
+        if turn is not None and timeline is not None:
+            with self._lock:
+                timeline.turns[turn.key] = turn
+        return turn
+
+    def refresh_debate(self, debate_id: str) -> Debate | None:
+        """The debate row read again (after a status event), also put into the timeline."""
+        timeline = self.get(debate_id)
+        with session_scope(self._engine) as session:
+            debate = store.get_debate(session, debate_id=debate_id)
+        if debate is not None and timeline is not None:
+            with self._lock:
+                timeline.debate = debate
+        return debate
+
+    def _read(self, debate_id: str) -> Timeline | None:
+        with session_scope(self._engine) as session:
+            debate = store.get_debate(session, debate_id=debate_id)
+            if debate is None:
+                return None
+            rows = store.turns_of(session, debate_id=debate_id)
+            seat_order = tuple(seat.role for seat in store.debate_spec(debate).seats)
+        turns = {row.key: turn_from_row(row) for row in rows}
+        return Timeline(debate=debate, seat_order=seat_order, turns=turns)

@@ -1,0 +1,164 @@
+"""The page stream renders turn events from the debate's timeline in memory: a started turn
+reads nothing from the database, a completed one reads only its own row, and the header's
+progress is the same as one computed from the database."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from app import store
+from app.db import session_scope
+from app.events import Event
+from app.models import utcnow
+from app.spec import DebateSpec, Seat
+from app.web.deps import make_templates
+from app.web.stream import Fragments
+from app.web.timelines import Timelines
+from app.web.view import group_turns, merge_turns, progress_of
+
+SEATS = (Seat("claude", "Claude", "anthropic"), Seat("gemini", "Gemini", "gemini"))
+
+
+@contextmanager
+def counting_selects(engine: Engine) -> Iterator[list[str]]:
+    statements: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT"):
+            statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+def started(key: str, role: str, round: int, phase: str) -> dict[str, Any]:
+    return {
+        "key": key,
+        "role": role,
+        "label": role.title(),
+        "provider": "anthropic",
+        "model": "m",
+        "phase": phase,
+        "round": round,
+    }
+
+
+def save_turn(engine: Engine, debate_id: str, key: str, role: str, round: int, phase: str) -> None:
+    now = utcnow()
+    with session_scope(engine) as session:
+        store.record_turn(
+            session,
+            debate_id=debate_id,
+            key=key,
+            role=role,
+            label=role.title(),
+            provider="anthropic",
+            model="m",
+            phase=phase,
+            round=round,
+            status="completed",
+            text=f"The text of {key}.",
+            verdict=None,
+            error_kind=None,
+            error_message=None,
+            input_tokens=10,
+            output_tokens=20,
+            usage_estimated=False,
+            attempts=1,
+            started_at=now - timedelta(seconds=3),
+            finished_at=now,
+        )
+
+
+def progress_from_database(engine: Engine, debate_id: str) -> str | None:
+    with session_scope(engine) as session:
+        debate = store.get_debate(session, debate_id=debate_id)
+        assert debate is not None
+        rows = store.turns_of(session, debate_id=debate_id)
+        turns = merge_turns(rows, (), include_live=False)
+        groups = group_turns(turns, format=debate.format, seat_order=["claude", "gemini"])
+        return progress_of(debate, groups).step
+
+
+def test_turn_events_render_from_the_timeline_not_the_database(engine: Engine) -> None:
+    with session_scope(engine) as session:
+        debate = store.create_debate(session, spec=DebateSpec(topic="Tea or coffee?", seats=SEATS))
+        debate.status = "running"
+        debate.started_at = utcnow() - timedelta(seconds=10)
+        debate_id = debate.id
+    timelines = Timelines(engine)
+    fragments = Fragments(make_templates().env, engine, debate_id, timelines)
+    seq = iter(range(1, 100))
+
+    def render(type: str, data: dict[str, Any]) -> str:
+        message = fragments.for_event(Event(next(seq), "e", debate_id, type, data))
+        assert message is not None
+        return str(message.data)
+
+    first = render("turn_started", started("r1.opening.claude", "claude", 1, "opening"))
+    assert "Round 1 of up to 4" in first
+    with counting_selects(engine) as selects:
+        html = render("turn_started", started("r1.opening.gemini", "gemini", 1, "opening"))
+    assert selects == [] and "r1-opening-gemini" in html
+
+    save_turn(engine, debate_id, "r1.opening.claude", "claude", 1, "opening")
+    with counting_selects(engine) as selects:
+        html = render("turn_completed", {"key": "r1.opening.claude"})
+    assert len(selects) == 1 and "The text of r1.opening.claude." in html
+
+    save_turn(engine, debate_id, "r1.opening.gemini", "gemini", 1, "opening")
+    render("turn_completed", {"key": "r1.opening.gemini"})
+    with counting_selects(engine) as selects:
+        html = render("turn_started", started("r2.rebuttal.claude", "claude", 2, "rebuttal"))
+    assert selects == [] and "Round 2 of up to 4" in html
+    # What the timeline holds is what the database holds.
+    timeline = timelines.get(debate_id)
+    assert timeline is not None
+    assert timeline.progress().step == progress_from_database(engine, debate_id)
+    assert set(timeline.turns) == {"r1.opening.claude", "r1.opening.gemini"}
+
+
+def test_a_status_event_reads_the_debate_again(engine: Engine) -> None:
+    with session_scope(engine) as session:
+        debate = store.create_debate(session, spec=DebateSpec(topic="Tea or coffee?", seats=SEATS))
+        debate_id = debate.id
+    timelines = Timelines(engine)
+    fragments = Fragments(make_templates().env, engine, debate_id, timelines)
+    timeline = timelines.get(debate_id)
+    assert timeline is not None and timeline.debate.status == "queued"
+    with session_scope(engine) as session:
+        row = store.get_debate(session, debate_id=debate_id)
+        assert row is not None
+        row.status = "running"
+        row.started_at = utcnow()
+    fragments.for_event(Event(1, "e", debate_id, "status", {"status": "running"}))
+    assert timeline.debate.status == "running" and timeline.debate.started_at is not None
+
+
+def test_the_least_recently_used_timeline_is_dropped_past_capacity(engine: Engine) -> None:
+    ids = []
+    with session_scope(engine) as session:
+        for index in range(3):
+            ids.append(
+                store.create_debate(session, spec=DebateSpec(topic=f"T{index}", seats=SEATS)).id
+            )
+    timelines = Timelines(engine, capacity=2)
+    first = timelines.get(ids[0])
+    timelines.get(ids[1])
+    assert timelines.get(ids[0]) is first  # used again: now the most recent
+    timelines.get(ids[2])  # drops ids[1], the least recently used
+    with counting_selects(engine) as selects:
+        assert timelines.get(ids[0]) is first
+    assert selects == []
+    with counting_selects(engine) as selects:
+        timelines.get(ids[1])
+    assert selects
