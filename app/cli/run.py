@@ -159,12 +159,14 @@ def build_request(args: argparse.Namespace, *, topic: str, topic_type: str) -> D
         raise UsageError(
             f"--rounds must be between {MIN_ROUNDS} and {MAX_ROUNDS} (got {args.rounds})"
         )
+    # Left out, the rounds are the format's own default.
+    rounds = {} if args.rounds is None else {"rounds": args.rounds}
     try:
         return DebateRequest(
+            **rounds,
             topic=topic,
             format=args.format,
             topic_type=topic_type,
-            rounds=args.rounds,
             seats=seat_overrides(parse_seats(args.seat)),
             seed=args.seed,
             model=args.model,

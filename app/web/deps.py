@@ -33,6 +33,9 @@ def make_templates(assets_mode: assets.AssetsMode = "cdn") -> Jinja2Templates:
     templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
     env = templates.env
     env.autoescape = True
+    # Templates ship with the app and do not change while it runs: no stat of the file on
+    # every render (the live stream renders a few hundred fragments a second under load).
+    env.auto_reload = False
     env.filters["markdown"] = markdown_html
     env.globals["page_scripts"] = assets.page_scripts(assets_mode)
     # Templates ask a debate's format for its headings, never test its name.

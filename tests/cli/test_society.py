@@ -32,3 +32,18 @@ def test_run_format_society_saves_the_majority_answer_and_its_agreement(
     finals = list((home / "finals").glob("*.md"))
     assert len(finals) == 1
     assert "Final answer: 51 (2 of 3 agents agree)." in finals[0].read_text()
+
+
+def test_run_format_society_without_rounds_runs_two_update_rounds_as_du_et_al(
+    fake: FakeLLMServer, argue: Argue, db: Engine
+) -> None:
+    fake.rule(contains=QUESTION, provider="anthropic", reply="Answer: 51")
+    fake.rule(contains=QUESTION, provider="openai", reply="Answer: 51")
+
+    result = argue("run", "--format", "society", QUESTION, *SEATS)
+
+    assert result.code == 0, result.err
+    with Session(db) as session:
+        [debate] = session.exec(select(Debate)).all()
+    assert debate.rounds == 2
+    assert debate.rounds_run == 3  # the first answers, then two rounds of updates

@@ -153,7 +153,8 @@ def test_stream_fragments_carry_deltas_and_turns_escaped(client: TestClient) -> 
     debate_id = save_debate(
         engine, topic=HOSTILE_TOPIC, turns=hostile_turns(), synthesis=HOSTILE_TEXT
     )
-    fragments = Fragments(app.state.templates.env, engine, debate_id)  # type: ignore[attr-defined]
+    state = app.state  # type: ignore[attr-defined]
+    fragments = Fragments(state.templates.env, engine, debate_id, state.timelines)
     started = {
         "key": "r2.rebuttal.gemini", "role": "gemini", "label": SCRIPT, "provider": "gemini",
         "model": IMG, "phase": "rebuttal", "round": 2,

@@ -21,5 +21,6 @@ def test_every_operation_and_schema_of_the_openapi_schema_is_in_the_reference(
     for name in schema["components"]["schemas"]:
         assert f'id="schema-{name}"' in page
     assert '<a href="#schema-DebateRequest">DebateRequest</a>' in page
-    assert "1 to 8; default 4" in page  # DebateRequest.rounds
+    # DebateRequest.rounds: its limits, and the default each format gives when it is left out.
+    assert "1 to 8" in page and "the format's own default (duel 4, society 2" in page
     assert "<script" not in page
