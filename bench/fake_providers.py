@@ -1,7 +1,7 @@
 """The fake providers as the benchmark runs them: ``tests.fakes.llm_server`` in its own
 process, with realistic pacing and tokens that carry the moment they were sent.
 
-Every token the fake streams is ``<@1234.567890> ``: the placeholder in the scripted token is
+Every token the fake streams is ``t1234.567890s ``: the placeholder in the scripted token is
 replaced by ``time.monotonic()`` at the instant the token is written to the wire (the wire
 modules are wrapped, nothing in ``tests/fakes`` changes). ``time.monotonic()`` is one clock for
 every process on a machine, so a viewer in another process subtracts the stamp from its own
@@ -30,9 +30,10 @@ from typing import Any
 import httpx
 
 STAMP_PLACEHOLDER = "@@NOW@@"
-STAMPED_TOKEN = f"<@{STAMP_PLACEHOLDER}> "
-# As sent, and as the page's HTML fragments carry it (escaped).
-STAMP_PATTERN = re.compile(r"(?:<|&lt;)@(\d+\.\d+)(?:>|&gt;)")
+# A plain word, as most tokens are: no ``<`` or ``&`` that Markdown would try as a tag or
+# that HTML escaping would lengthen, which would make the app's work on it unlike a real reply's.
+STAMPED_TOKEN = f"t{STAMP_PLACEHOLDER}s "
+STAMP_PATTERN = re.compile(r"\bt(\d+\.\d+)s\b")
 PROVIDERS = ("anthropic", "gemini", "openai")
 
 

@@ -1,6 +1,6 @@
 """The benchmark's fake providers and viewers cost the app no less than real ones: text
 chunks carry every field the real APIs send (which the SDKs parse), and viewers watch the
-page's stream, the one a browser renders, reading the stamps out of its escaped HTML."""
+page's stream, the one a browser renders, reading the stamps out of its HTML."""
 
 from __future__ import annotations
 
@@ -43,8 +43,9 @@ def test_anthropic_text_deltas_are_already_the_real_shape() -> None:
     assert _full_shape("anthropic", frame) == frame
 
 
-def test_viewers_watch_the_page_stream_and_read_stamps_from_escaped_html() -> None:
+def test_viewers_watch_the_page_stream_and_read_stamps_from_its_html() -> None:
     assert STREAM_PATHS["page"] == "/debates/{id}/stream"
-    html = '<div hx-swap-oob="beforeend:#x-r1">&lt;@12.500000&gt; &lt;@12.520000&gt; </div>'
+    html = '<div hx-swap-oob="beforeend:#x-r1">t12.500000s t12.520000s </div>'
     assert stamps_in(html) == [12.5, 12.52]
-    assert stamps_in("<@3.250000> ") == [3.25]
+    assert stamps_in('<p>t3.250000s</p><template id="s-t1">t3.250000s') == [3.25, 3.25]
+    assert stamps_in("at12.5s t12.5sx 12.5") == []  # only whole words
