@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from app.formats import format_names, formats, get_format
+from app.formats import default_rounds_text, format_names, formats, get_format
 from app.spec import SEEDS, TOPIC_TYPES
 from app.status import DebateStatus
 
@@ -49,11 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--type", "-t", dest="topic_type", choices=TOPIC_TYPES, help="default general"
     )
-    defaults = ", ".join(
-        f"{fmt.name} {fmt.default_rounds}" for fmt in formats() if fmt.rounds_meaning is not None
-    )
     parser.add_argument(
-        "--rounds", "-r", type=int, help=f"{MIN_ROUNDS}-{MAX_ROUNDS}; default: {defaults}"
+        "--rounds",
+        "-r",
+        type=int,
+        help=f"{MIN_ROUNDS}-{MAX_ROUNDS}; default: {default_rounds_text(', ')}",
     )
     parser.add_argument(
         "--paths",

@@ -45,10 +45,12 @@ __all__ = [
     "Layout",
     "Phase",
     "Workspace",
+    "default_rounds_text",
     "format_names",
     "formats",
     "get_format",
     "registered",
+    "rounds_formats",
 ]
 
 # The registered formats, in the order the form and ``--help`` offer them: one line each.
@@ -291,6 +293,16 @@ def formats() -> tuple[Format, ...]:
 
 def format_names() -> tuple[str, ...]:
     return tuple(fmt.name for fmt in formats())
+
+
+def rounds_formats() -> tuple[Format, ...]:
+    """The registered formats that take rounds (``rounds_meaning`` is not None)."""
+    return tuple(fmt for fmt in formats() if fmt.rounds_meaning is not None)
+
+
+def default_rounds_text(separator: str) -> str:
+    """What a request naming no rounds gets, per format that takes them: "duel 4, society 2"."""
+    return separator.join(f"{fmt.name} {fmt.default_rounds}" for fmt in rounds_formats())
 
 
 def get_format(name: str) -> Format:

@@ -34,7 +34,7 @@ from app.debates import (
     MIN_ROUNDS,
     DebateRequest,
 )
-from app.formats import format_names, formats
+from app.formats import default_rounds_text, format_names, formats, rounds_formats
 from app.providers.base import ProviderStatus
 from app.spec import SEEDS, TOPIC_TYPES, Seat
 from app.web.uploads import FILE_FIELD, ReadForm, TextValue, UploadedFile
@@ -84,9 +84,7 @@ def format_seats() -> dict[str, tuple[Seat, ...]]:
 
 def rounds_defaults() -> str:
     """What a blank rounds field gives each format that takes rounds: "duel 4 · society 2"."""
-    return " · ".join(
-        f"{fmt.name} {fmt.default_rounds}" for fmt in formats() if fmt.rounds_meaning is not None
-    )
+    return default_rounds_text(" · ")
 
 
 def rounds_note() -> str:
@@ -94,8 +92,7 @@ def rounds_note() -> str:
     "duel; society: update rounds"."""
     return "; ".join(
         f"{fmt.name}: {fmt.rounds_meaning}" if fmt.rounds_meaning else fmt.name
-        for fmt in formats()
-        if fmt.rounds_meaning is not None
+        for fmt in rounds_formats()
     )
 
 

@@ -38,7 +38,6 @@ from fastapi import APIRouter, Header, HTTPException, Query
 from jinja2 import Environment
 from markupsafe import Markup, escape
 from sqlalchemy.engine import Engine
-from sqlmodel import select
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 
@@ -57,7 +56,6 @@ from app.event_types import (
     typed,
 )
 from app.events import Event, UnknownEventId
-from app.models import Turn
 from app.status import DebateStatus
 from app.web.deps import EngineDep, HubDep, TemplatesDep, TimelinesDep
 from app.web.offload import off_loop
@@ -238,13 +236,11 @@ class Fragments:
         return self.render("partials/debate_body.html", view=view, swap_oob=True)
 
     def _on_status(self, data: StatusData) -> str:
-        debate = self._timelines.refresh_debate(self._debate_id)
-        if debate is None:
+        timeline = self._timelines.refresh_debate(self._debate_id)
+        if timeline is None:
             return ""
-        with session_scope(self._engine) as session:
-            has_turns = bool(
-                session.exec(select(Turn.id).where(Turn.debate_id == self._debate_id)).first()
-            )
+        debate = timeline.debate
+        has_turns = bool(timeline.turns)
         # The event's status, not the database's: a replayed event shows the page as it was
         # then, and later events bring it up to date in order.
         status = data["status"]

@@ -78,22 +78,14 @@ class Timelines:
     def get(self, debate_id: str) -> Timeline | None:
         """The debate's timeline (read from the database the first time), or None when
         there is no such debate."""
-        with self._lock:
-            timeline = self._timelines.get(debate_id)
-            if timeline is not None:
-                self._timelines.move_to_end(debate_id)
-                return timeline
-            timeline = self._read(debate_id)
-            if timeline is not None:
-                self._timelines[debate_id] = timeline
-                while len(self._timelines) > self._capacity:
-                    self._timelines.popitem(last=False)
-            return timeline
+        return self._get(debate_id)[0]
 
     def saved_turn(self, debate_id: str, key: str) -> TurnView | None:
         """The turn ``key`` as saved now (after its completed or failed event), also put
         into the timeline."""
-        timeline = self.get(debate_id)
+        timeline, fresh = self._get(debate_id)
+        if fresh and timeline is not None and key in timeline.turns:
+            return timeline.turns[key]  # read just now, with the rest
         with session_scope(self._engine) as session:
             row = session.exec(
                 select(Turn).where(Turn.debate_id == debate_id, Turn.key == key)
@@ -104,15 +96,33 @@ class Timelines:
                 timeline.turns[turn.key] = turn
         return turn
 
-    def refresh_debate(self, debate_id: str) -> Debate | None:
-        """The debate row read again (after a status event), also put into the timeline."""
-        timeline = self.get(debate_id)
+    def refresh_debate(self, debate_id: str) -> Timeline | None:
+        """The timeline with its debate read again (after a status event: the status, the
+        start and the end are what change), or None when the debate is gone."""
+        timeline, fresh = self._get(debate_id)
+        if timeline is None or fresh:
+            return timeline
         with session_scope(self._engine) as session:
             debate = store.get_debate(session, debate_id=debate_id)
-        if debate is not None and timeline is not None:
-            with self._lock:
-                timeline.debate = debate
-        return debate
+        if debate is None:
+            return None
+        with self._lock:
+            timeline.debate = debate
+        return timeline
+
+    def _get(self, debate_id: str) -> tuple[Timeline | None, bool]:
+        """The timeline, and whether it was read from the database just now."""
+        with self._lock:
+            timeline = self._timelines.get(debate_id)
+            if timeline is not None:
+                self._timelines.move_to_end(debate_id)
+                return timeline, False
+            timeline = self._read(debate_id)
+            if timeline is not None:
+                self._timelines[debate_id] = timeline
+                while len(self._timelines) > self._capacity:
+                    self._timelines.popitem(last=False)
+            return timeline, True
 
     def _read(self, debate_id: str) -> Timeline | None:
         with session_scope(self._engine) as session:
