@@ -82,12 +82,19 @@ class RetryingData(TypedDict):
 
 
 class TurnCompletedData(TurnStartedData):
-    """The turn is saved (``turn_id``), with its usage and verdict."""
+    """The turn is saved (``turn_id``), with everything saved of it: its text (what its
+    deltas brought, whole), usage, verdict and times (ISO 8601). A viewer's process needs
+    no database read to show it."""
 
     turn_id: int
+    text: str
     input_tokens: int
     output_tokens: int
+    usage_estimated: bool
     latency_ms: int
+    attempts: int
+    started_at: str
+    finished_at: str
     verdict: dict[str, Any] | None
     ended_early: EndedEarly | None
 

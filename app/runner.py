@@ -276,16 +276,22 @@ class Runner:
         )
         saved = await asyncio.to_thread(self._ledger.save_turn, debate_id, record)
         # Announced only now that it is committed: a viewer never sees what the database
-        # does not have.
+        # does not have. The event carries the saved turn whole, so no viewer's process
+        # reads it back.
         self.hub.publish(
             debate_id,
             "turn_completed",
             {
                 **info,
                 "turn_id": saved.turn_id,
+                "text": text,
                 "input_tokens": usage.input_tokens,
                 "output_tokens": usage.output_tokens,
+                "usage_estimated": usage.estimated,
                 "latency_ms": int(latency * 1000),
+                "attempts": attempts,
+                "started_at": record.started_at.isoformat(),
+                "finished_at": record.finished_at.isoformat(),
                 "verdict": verdict,
                 "ended_early": ended_early,
             },

@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from app.db import get_engine
     from app.migrate import migrate
     from app.web.app import create_app
+    from app.web.deps import compile_all
 
     settings = guarded(get_settings(), args.host)
     if not assets_ready(settings):
@@ -61,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
         f"(data: {settings.data_dir}; database: {settings.database_label})",
         flush=True,
     )
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
+    app = create_app(settings)
+    compile_all(app.state.templates)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     return 0
 
 

@@ -43,6 +43,15 @@ def make_templates(assets_mode: assets.AssetsMode = "cdn") -> Jinja2Templates:
     return templates
 
 
+def compile_all(templates: Jinja2Templates) -> None:
+    """Compile every template now. Compiled on first use instead, each holds the interpreter
+    for tens of milliseconds (the final debate page's, with its includes, about a hundred)
+    the first time it is needed: with debates streaming, that is a stall every viewer sees."""
+    env = templates.env
+    for name in env.list_templates():
+        env.get_template(name)
+
+
 def get_settings_dep(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings

@@ -21,6 +21,8 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from markupsafe import Markup
 
+RENDERED_TEXTS_KEPT = 512
+
 ALLOWED_TAGS = frozenset(
     {
         "a", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5", "h6",
@@ -75,6 +77,13 @@ def markdown_html(text: str | None) -> Markup:
     """``text`` as sanitized HTML, ready for a template."""
     if not text:
         return Markup("")
+    return _rendered(text)
+
+
+# A finished turn is rendered when it is saved, again in the final page swapped in at the
+# end, and in every page load while it is watched: the same text, the same HTML.
+@lru_cache(maxsize=RENDERED_TEXTS_KEPT)
+def _rendered(text: str) -> Markup:
     parser = _parser()
     tokens = parser.parse(text)
     align_with_classes(tokens)

@@ -62,12 +62,14 @@ from app.web.offload import off_loop
 from app.web.timelines import Timelines
 from app.web.view import (
     GroupView,
+    TurnView,
     build_view,
     dom_id,
     downloads,
     group_id,
     group_title,
     shows_round_heading,
+    turn_from_completed,
     turn_from_live,
 )
 
@@ -221,6 +223,8 @@ class Fragments:
             html = self._on_delta(message.data)
         elif message.type == "retrying":
             html = self._on_retrying(message.data)
+        elif message.type == "turn_completed":
+            html = self._saved_turn(message.data, carried=turn_from_completed(message.data))
         else:
             html = self._saved_turn(message.data)
         return ServerSentEvent(data=html, event="html", id=event.id)
@@ -297,8 +301,10 @@ class Fragments:
             f'<p class="note" id="n-{key}" hx-swap-oob="true">{escape(note)}</p>'
         )
 
-    def _saved_turn(self, data: TurnCompletedData | TurnFailedData) -> str:
-        turn = self._timelines.saved_turn(self._debate_id, data["key"])
+    def _saved_turn(
+        self, data: TurnCompletedData | TurnFailedData, *, carried: TurnView | None = None
+    ) -> str:
+        turn = self._timelines.saved_turn(self._debate_id, data["key"], carried=carried)
         if turn is None:
             return ""
         return self.render("partials/turn.html", turn=turn, oob=True) + self._progress()

@@ -4,11 +4,12 @@ A started, completed or failed turn brings the page's header up to date (the ste
 an estimate of what is left), and that needs the debate and every turn saved so far. Read
 from the database for every such event, it cost most of a busy server's time: at 50 duels
 with short replies, a hundred turns start and a hundred end every second. A ``Timeline``
-holds the debate and its saved turns; it is read once, then each completed or failed turn's
-event reads only that turn's row and puts it in (a later attempt with the same key replaces
-the earlier one), and each status event reads the debate again (its status, start and end
-are what change). A debate no event has touched for a while drops out (least recently
-used first); reading it again gives the same result, only later.
+holds the debate and its saved turns; it is read once, then each completed turn's event puts
+in the saved turn it carries (``TurnCompletedData``), each failed turn's event reads only that
+turn's row (a later attempt with the same key replaces the earlier one), and each status
+event reads the debate again (its status, start and end are what change). A debate no event
+has touched for a while drops out (least recently used first); reading it again gives the
+same result, only later.
 
 Events are rendered in worker threads (``app.web.offload``), so every access is under a lock.
 """
@@ -80,21 +81,26 @@ class Timelines:
         there is no such debate."""
         return self._get(debate_id)[0]
 
-    def saved_turn(self, debate_id: str, key: str) -> TurnView | None:
+    def saved_turn(
+        self, debate_id: str, key: str, *, carried: TurnView | None = None
+    ) -> TurnView | None:
         """The turn ``key`` as saved now (after its completed or failed event), also put
-        into the timeline."""
+        into the timeline: ``carried`` (what a completed turn's event holds), else its row."""
         timeline, fresh = self._get(debate_id)
         if fresh and timeline is not None and key in timeline.turns:
             return timeline.turns[key]  # read just now, with the rest
-        with session_scope(self._engine) as session:
-            row = session.exec(
-                select(Turn).where(Turn.debate_id == debate_id, Turn.key == key)
-            ).first()
-            turn = turn_from_row(row) if row is not None else None
+        turn = carried if carried is not None else self._read_turn(debate_id, key)
         if turn is not None and timeline is not None:
             with self._lock:
                 timeline.turns[turn.key] = turn
         return turn
+
+    def _read_turn(self, debate_id: str, key: str) -> TurnView | None:
+        with session_scope(self._engine) as session:
+            row = session.exec(
+                select(Turn).where(Turn.debate_id == debate_id, Turn.key == key)
+            ).first()
+            return turn_from_row(row) if row is not None else None
 
     def refresh_debate(self, debate_id: str) -> Timeline | None:
         """The timeline with its debate read again (after a status event: the status, the

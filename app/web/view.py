@@ -134,6 +134,41 @@ def turn_from_row(turn: Turn) -> TurnView:
     )
 
 
+def turn_from_completed(data: Mapping[str, Any]) -> TurnView | None:
+    """The turn as its ``turn_completed`` event carries it, or None when the event carries
+    no text (one written before events carried the saved turn: read the row instead)."""
+    text = data.get("text")
+    if not isinstance(text, str):
+        return None
+    live = turn_from_live(data, text)
+    return TurnView(
+        **{name: getattr(live, name) for name in _IDENTITY},
+        status="completed",
+        text=text,
+        verdict=data.get("verdict"),
+        input_tokens=int(data.get("input_tokens", 0)),
+        output_tokens=int(data.get("output_tokens", 0)),
+        usage_estimated=bool(data.get("usage_estimated", False)),
+        latency_ms=int(data.get("latency_ms", 0)),
+        attempts=int(data.get("attempts", 1)),
+        ended_early=data.get("ended_early"),
+        started_at=_moment(data.get("started_at")),
+        finished_at=_moment(data.get("finished_at")),
+    )
+
+
+_IDENTITY = ("key", "role", "label", "provider", "model", "phase", "round")
+
+
+def _moment(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
 def turn_from_live(info: Mapping[str, Any], text: str = "") -> TurnView:
     return TurnView(
         key=str(info["key"]),

@@ -162,3 +162,44 @@ def test_the_least_recently_used_timeline_is_dropped_past_capacity(engine: Engin
     with counting_selects(engine) as selects:
         timelines.get(ids[1])
     assert selects
+
+
+def test_a_completed_turn_event_carrying_its_saved_turn_reads_nothing(engine: Engine) -> None:
+    with session_scope(engine) as session:
+        debate = store.create_debate(session, spec=DebateSpec(topic="Tea or coffee?", seats=SEATS))
+        debate.status = "running"
+        debate.started_at = utcnow() - timedelta(seconds=10)
+        debate_id = debate.id
+    timelines = Timelines(engine)
+    fragments = Fragments(make_templates().env, engine, debate_id, timelines)
+    fragments.for_event(
+        Event(
+            1, "e", debate_id, "turn_started", started("r1.opening.claude", "claude", 1, "opening")
+        )
+    )
+    save_turn(engine, debate_id, "r1.opening.claude", "claude", 1, "opening")
+    now = utcnow()
+    carried = {
+        **started("r1.opening.claude", "claude", 1, "opening"),
+        "turn_id": 1,
+        "text": "The text of r1.opening.claude.",
+        "input_tokens": 10,
+        "output_tokens": 20,
+        "usage_estimated": False,
+        "latency_ms": 3000,
+        "attempts": 2,
+        "started_at": (now - timedelta(seconds=3)).isoformat(),
+        "finished_at": now.isoformat(),
+        "verdict": None,
+        "ended_early": None,
+    }
+    with counting_selects(engine) as selects:
+        message = fragments.for_event(Event(2, "e", debate_id, "turn_completed", carried))
+    assert selects == []
+    assert message is not None
+    html = str(message.data)
+    assert "The text of r1.opening.claude." in html and "2 attempts" in html
+    timeline = timelines.get(debate_id)
+    assert timeline is not None
+    assert timeline.turns["r1.opening.claude"].status == "completed"
+    assert timeline.progress().step == progress_from_database(engine, debate_id)
