@@ -4,7 +4,10 @@ Small models often repeat one phrase, or one line, until they reach their output
 ``RepetitionWatch`` is fed the text as it arrives and reports the moment the end of the text
 is a runaway repetition, with how much of the text to keep: everything up to and including
 the repeated phrase's second occurrence. It looks only at the last few thousand characters,
-and only every few dozen characters, so watching costs little however long the reply.
+and only every few dozen characters, so watching costs little however long the reply. A
+phrase loop is looked for without trying every period: any loop long enough to count makes
+the text's last few hundred characters recur exactly one period earlier, so ``str.rfind``
+finds the few periods worth checking, shortest first.
 
 Tuned to leave ordinary prose, lists and tables alone: a phrase counts only when it comes
 back to back at least four times over several hundred characters, and a line only when six
@@ -25,6 +28,12 @@ KEPT_REPEATS = 2
 CHECK_EVERY_CHARS = 64
 TAIL_CHARS = 4096
 
+# The fewest characters at the end of a text that a phrase loop of any period repeats one
+# period earlier: the loop's span less one period.
+_LOOP_SUFFIX_CHARS = min(
+    max(MIN_LOOP_CHARS, PHRASE_REPEATS * period) - period
+    for period in range(MIN_PHRASE_CHARS, MAX_PHRASE_CHARS + 1)
+)
 _LIST_MARKER = re.compile(r"^(?:[-*+>#]+|\(?\d+[.):])\s*")
 _LETTER = re.compile(r"[^\W\d_]")
 
@@ -47,24 +56,33 @@ def find_phrase_loop(text: str) -> Runaway | None:
     """The shortest phrase of 8–200 characters that the end of ``text`` repeats back to back
     at least four times and over at least ``MIN_LOOP_CHARS`` characters."""
     end = len(text)
-    for period in range(MIN_PHRASE_CHARS, MAX_PHRASE_CHARS + 1):
+    if end < MIN_LOOP_CHARS:
+        return None
+    # Periods whose loop would need more than the whole text cannot count.
+    longest = min(MAX_PHRASE_CHARS, end // PHRASE_REPEATS)
+    # A loop of any period repeats at least the last ``_LOOP_SUFFIX_CHARS`` characters one
+    # period earlier, so only periods where they recur are checked, shortest first.
+    suffix = text[end - _LOOP_SUFFIX_CHARS :]
+    lowest = max(0, end - _LOOP_SUFFIX_CHARS - longest)
+    at = text.rfind(suffix, lowest, end - MIN_PHRASE_CHARS)
+    while at >= 0:
+        period = end - _LOOP_SUFFIX_CHARS - at
         span = max(MIN_LOOP_CHARS, PHRASE_REPEATS * period)
-        if span > end:
-            return None
-        # One character first: most periods fail there, before any slice is built.
-        if text[end - 1] != text[end - 1 - period]:
-            continue
         if text[end - span + period :] == text[end - span : end - period]:
             if len(set(text[end - period : end])) < 2:
                 # One character over and over is a long word or a rule line, not a phrase.
                 return None
             start = _loop_start(text, end - span, period)
             return Runaway(phrase=text[start : start + period], keep=start + KEPT_REPEATS * period)
+        at = text.rfind(suffix, lowest, at + _LOOP_SUFFIX_CHARS - 1)
     return None
 
 
 def _loop_start(text: str, start: int, period: int) -> int:
-    """Where the repetition that reaches ``start`` began: walk back while it still holds."""
+    """Where the repetition that reaches ``start`` began: walk back while it still holds, a
+    whole period at a time, then character by character."""
+    while start >= period and text[start - period : start] == text[start : start + period]:
+        start -= period
     while start > 0 and text[start - 1] == text[start - 1 + period]:
         start -= 1
     return start

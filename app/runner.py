@@ -407,16 +407,18 @@ class _DeltaWindow:
     """When the live text of turns run together goes out: at most once a window, all of
     them at once.
 
-    A delta that arrives after a quiet window goes out at once; those that follow within the
-    window, from any of the turns, are gathered and go out together when it closes (by timer,
-    so a lone token is never held back waiting for the next one). Chunky streams are not
-    delayed at all; token-by-token streams cost one event per turn a window instead of one a
-    token, and since a batch's turns publish in the same instant, a viewer of the debate gets
-    them in one write instead of one write per turn."""
+    A delta that arrives after a quiet window goes out at the end of this turn of the event
+    loop, with any other turn's that came in the same turn (the provider worker sends every
+    call's text in one message); those that follow within the window, from any of the turns,
+    are gathered and go out together when it closes (by timer, so a lone token is never held
+    back waiting for the next one). Chunky streams are not delayed at all; token-by-token
+    streams cost one event per turn a window instead of one a token, and since a batch's
+    turns publish in the same instant, a viewer of the debate gets them in one write instead
+    of one write per turn."""
 
     def __init__(self) -> None:
         self._waiting: dict[_TurnText, None] = {}  # in arrival order
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
         self._last_flush = -DELTA_WINDOW_SECONDS
 
     def offer(self, text: _TurnText) -> None:
@@ -427,7 +429,7 @@ class _DeltaWindow:
         loop = asyncio.get_running_loop()
         wait = self._last_flush + DELTA_WINDOW_SECONDS - loop.time()
         if wait <= 0:
-            self.flush()
+            self._timer = loop.call_soon(self.flush)
         else:
             self._timer = loop.call_later(wait, self.flush)
 

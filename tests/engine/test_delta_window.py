@@ -20,15 +20,33 @@ def texts(bus: RecordingBus) -> list[tuple[str, str]]:
     return [(data["key"], data["text"]) for _at, _type, data in bus.published]
 
 
-def test_a_first_token_after_a_quiet_window_goes_out_at_once() -> None:
+def test_a_first_token_after_a_quiet_window_goes_out_in_the_same_turn_of_the_loop() -> None:
     async def scenario() -> RecordingBus:
         bus = RecordingBus()
         turn = _TurnText(bus, "d", "r1.opening.a", _DeltaWindow())  # type: ignore[arg-type]
         turn.add("Hello")
+        await asyncio.sleep(0)
         return bus
 
     bus = asyncio.run(scenario())
     assert texts(bus) == [("r1.opening.a", "Hello")]
+
+
+def test_turns_whose_text_comes_in_together_after_a_quiet_window_go_out_together() -> None:
+    async def scenario() -> tuple[list[tuple[str, str]], RecordingBus]:
+        bus = RecordingBus()
+        window = _DeltaWindow()
+        a = _TurnText(bus, "d", "a", window)  # type: ignore[arg-type]
+        b = _TurnText(bus, "d", "b", window)  # type: ignore[arg-type]
+        a.add("one ")
+        b.add("uno ")  # came in the same read: not held for a window
+        before = texts(bus)
+        await asyncio.sleep(0)
+        return before, bus
+
+    before, bus = asyncio.run(scenario())
+    assert before == []
+    assert texts(bus) == [("a", "one "), ("b", "uno ")]
 
 
 def test_parallel_turns_tokens_within_a_window_go_out_together_when_it_closes() -> None:
@@ -37,7 +55,7 @@ def test_parallel_turns_tokens_within_a_window_go_out_together_when_it_closes() 
         window = _DeltaWindow()
         a = _TurnText(bus, "d", "a", window)  # type: ignore[arg-type]
         b = _TurnText(bus, "d", "b", window)  # type: ignore[arg-type]
-        a.add("one ")  # out at once: the window was quiet
+        a.add("one ")  # out at once (this turn of the loop): the window was quiet
         await asyncio.sleep(0.005)
         b.add("uno ")
         a.add("two ")
@@ -56,18 +74,20 @@ def test_parallel_turns_tokens_within_a_window_go_out_together_when_it_closes() 
 
 
 def test_flushing_a_turn_publishes_its_text_now_and_discarding_drops_it() -> None:
-    async def scenario() -> RecordingBus:
+    async def scenario() -> tuple[list[tuple[str, str]], RecordingBus]:
         bus = RecordingBus()
         window = _DeltaWindow()
         a = _TurnText(bus, "d", "a", window)  # type: ignore[arg-type]
         b = _TurnText(bus, "d", "b", window)  # type: ignore[arg-type]
         a.add("x")
-        a.add("y")  # held for the window
-        b.add("z")  # held for the window
+        a.add("y")
+        b.add("z")
         a.flush()  # the turn completes: its text must not wait
+        flushed = texts(bus)
         b.discard()  # cancelled: nothing more from it
         await asyncio.sleep(DELTA_WINDOW_SECONDS * 2)
-        return bus
+        return flushed, bus
 
-    bus = asyncio.run(scenario())
-    assert texts(bus) == [("a", "x"), ("a", "y")]
+    flushed, bus = asyncio.run(scenario())
+    assert flushed == [("a", "xy")]
+    assert texts(bus) == [("a", "xy")]

@@ -3,9 +3,17 @@ second repetition; prose, lists and tables that merely look alike are left alone
 
 from __future__ import annotations
 
+import random
 import re
+import string
+from collections.abc import Iterator
 
 from app.repetition import (
+    KEPT_REPEATS,
+    MAX_PHRASE_CHARS,
+    MIN_LOOP_CHARS,
+    MIN_PHRASE_CHARS,
+    PHRASE_REPEATS,
     RepetitionWatch,
     Runaway,
     find_line_loop,
@@ -184,3 +192,123 @@ def test_keep_counts_from_the_start_of_a_long_reply_beyond_what_the_watch_holds(
 def test_one_character_over_and_over_is_a_long_word_not_a_loop() -> None:
     assert find_runaway("Here is a long word: " + "y" * 3000) is None
     assert find_runaway("A rule line follows.\n" + "=" * 1000) is None
+
+
+def reference_find_phrase_loop(text: str) -> Runaway | None:
+    """``find_phrase_loop`` as it was first written: every period from the shortest up, one
+    character compared before the whole span. Kept as the definition the fast search must
+    match."""
+    end = len(text)
+    for period in range(MIN_PHRASE_CHARS, MAX_PHRASE_CHARS + 1):
+        span = max(MIN_LOOP_CHARS, PHRASE_REPEATS * period)
+        if span > end:
+            return None
+        if text[end - 1] != text[end - 1 - period]:
+            continue
+        if text[end - span + period :] == text[end - span : end - period]:
+            if len(set(text[end - period : end])) < 2:
+                return None
+            start = end - span
+            while start > 0 and text[start - 1] == text[start - 1 + period]:
+                start -= 1
+            return Runaway(phrase=text[start : start + period], keep=start + KEPT_REPEATS * period)
+    return None
+
+
+def random_text(rng: random.Random, alphabet: str, length: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(length))
+
+
+def stamps(first: float, step: float, chars: int) -> str:
+    """The last ``chars`` characters of a stream of equal-length time stamps."""
+    parts: list[str] = []
+    n = first
+    while sum(map(len, parts)) < chars + 20:
+        parts.append(f"t{n:.6f}s ")
+        n += step
+    return "".join(parts)[-chars:]
+
+
+def generated_texts(rng: random.Random) -> Iterator[str]:
+    """Texts with and without loops of every kind the search must get exactly right."""
+    prose = (
+        "Closing a city centre to cars is not a ban on movement; it is a choice about who "
+        "the street is for. Shops on pedestrianised streets report more visits, not fewer. "
+    )
+    # Random texts from small alphabets, where short periods recur by chance.
+    for _ in range(600):
+        alphabet = rng.choice(["ab", "abc", "ab ", "abcd", "a b", string.ascii_lowercase[:6]])
+        yield random_text(rng, alphabet, rng.randrange(300, 1400))
+    # Real loops of every period, bare, after other text, and followed by noise or by a
+    # phrase cut short; repeated around the number of times the loop needs to count.
+    for period in range(MIN_PHRASE_CHARS, MAX_PHRASE_CHARS + 1):
+        span = max(MIN_LOOP_CHARS, PHRASE_REPEATS * period)
+        for _ in range(6):
+            alphabet = rng.choice(["ab", "abc ", string.ascii_lowercase + " ", "xy.,"])
+            phrase = random_text(rng, alphabet, period)
+            looped = rng.choice([span - 1, span, span + 1, span + rng.randrange(0, 400)])
+            body = (phrase * (looped // period + 2))[:looped]
+            prefix = rng.choice(["", prose, random_text(rng, alphabet, rng.randrange(1, 300))])
+            suffix = rng.choice(["", "", phrase[: rng.randrange(1, period)], "x", " tail"])
+            yield prefix + body + suffix
+    # Loops with a period too short or too long to be a phrase on its own.
+    for period in [*range(1, MIN_PHRASE_CHARS), *range(MAX_PHRASE_CHARS + 1, 211)]:
+        for _ in range(6):
+            phrase = random_text(rng, "abc ", period)
+            yield prose + phrase * (rng.randrange(MIN_LOOP_CHARS, 2000) // period)
+    # Phrases that repeat themselves inside, so shorter periods nearly match.
+    for _ in range(200):
+        part = random_text(rng, "abc ", rng.randrange(MIN_PHRASE_CHARS, 40))
+        phrase = part * rng.randrange(1, 5) + random_text(rng, "abc ", rng.randrange(0, 9))
+        yield prose[: rng.randrange(0, len(prose))] + phrase * rng.randrange(2, 40)
+    # Equal-length tokens, as a stream of time stamps writes them, and a stamp stuck.
+    for _ in range(200):
+        chars = rng.choice([rng.randrange(400, 900), rng.randrange(900, 4097)])
+        step = rng.choice([0.02, 0.001, 1.0, 0.000001, 0.0])
+        yield stamps(rng.uniform(0, 9999), step, chars)
+    # One character over and over, alone or ending a phrase loop or prose.
+    for _ in range(200):
+        char = rng.choice("y= -.")
+        run = char * rng.randrange(300, 1500)
+        yield rng.choice(["", prose, "ab" * rng.randrange(1, 400)]) + run
+    # Short texts and lengths either side of where a loop of a given period can first count.
+    for length in range(MIN_LOOP_CHARS - 5, MIN_LOOP_CHARS + 5):
+        yield "a" * length
+        yield "ab" * length
+        yield ("We must act now. " * 60)[:length]
+    for period in range(MIN_LOOP_CHARS // PHRASE_REPEATS - 2, MAX_PHRASE_CHARS + 3):
+        phrase = random_text(rng, "abc ", period)
+        for length in range(PHRASE_REPEATS * period - 2, PHRASE_REPEATS * period + 3):
+            yield (phrase * (PHRASE_REPEATS + 2))[-length:]
+            yield random_text(rng, "ab", 5) + (phrase * (PHRASE_REPEATS + 2))[-length:]
+    for _ in range(200):
+        yield random_text(rng, "ab ", rng.randrange(0, MIN_LOOP_CHARS))
+
+
+def test_phrase_loop_search_finds_exactly_what_the_period_scan_found() -> None:
+    rng = random.Random(20261201)
+    found = not_found = 0
+    for text in generated_texts(rng):
+        expected = reference_find_phrase_loop(text)
+        assert find_phrase_loop(text) == expected, (len(text), text[-120:])
+        if expected is None:
+            not_found += 1
+        else:
+            found += 1
+    # The cases hold plenty of both answers, so agreeing is not agreeing on nothing.
+    assert found > 1000 and not_found > 1000, (found, not_found)
+
+
+def test_phrase_loop_search_agrees_with_the_period_scan_on_every_prefix_of_a_stream() -> None:
+    rng = random.Random(7)
+    stream = (
+        DEBATE_ANSWER[:300]
+        + "the risk is real, " * 30
+        + random_text(rng, "ab", 200)
+        + "a" * 300
+        + stamps(1234.5, 0.02, 900)
+        + SMOLLM2_LOOP
+    )
+    for end in range(len(stream) + 1):
+        text = stream[:end]
+        assert find_phrase_loop(text) == reference_find_phrase_loop(text), end
