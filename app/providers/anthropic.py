@@ -4,11 +4,22 @@ Owns the request shape (system apart, user/assistant turns), the reading of the 
 into text deltas and usage, and the mapping of every SDK failure onto ``ProviderError``.
 The SDK's own retries are off: ``resilience`` retries. Requests go over the SDK's aiohttp
 transport (``DefaultAioHttpClient``), which costs far less CPU than its default one.
+
+The request, its auth, timeouts and HTTP errors stay the SDK's: its raw streaming response
+(``with_streaming_response``) raises the same ``APIStatusError`` for a non-2xx status. The
+events, though, are read here from the raw SSE body, for the CPU each one costs: the SDK's
+stream decodes every event and builds typed (pydantic) objects of all of it, about a fifth of
+the provider worker's CPU under load when each event carries one token, to read two fields.
+``SseParser`` splits the body into events as the SDK's decoder does; an ``error`` event
+becomes the ``ProviderError`` the SDK's ``APIStatusError`` for it was mapped to; the ``async
+with`` over the response releases the connection however the stream ends (cancelled, closed
+early, failed).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import json
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
 import anthropic
@@ -87,6 +98,85 @@ def _body_type(body: object) -> str | None:
     return None
 
 
+def _status_error(
+    http_status: int, body: object, fallback: str, headers: Mapping[str, str]
+) -> ProviderError:
+    """An HTTP error, or (``http_status`` below 400) an error event inside a 2xx stream."""
+    error_type = _body_type(body) or ""
+    if http_status < 400:
+        kind = _KINDS_BY_TYPE.get(error_type, ErrorKind.SERVER)
+    elif error_type in ("overloaded_error", "rate_limit_error"):
+        kind = _KINDS_BY_TYPE[error_type]
+    else:
+        kind = kind_for_status(http_status)
+    return ProviderError(
+        kind=kind,
+        provider=NAME,
+        message=_body_message(body) or fallback,
+        # An error event inside a 200 stream has no HTTP status of its own.
+        status=http_status if http_status >= 400 else None,
+        retry_after=parse_retry_after(headers),
+    )
+
+
+def _error_event(data: str, http_status: int, headers: Mapping[str, str]) -> ProviderError:
+    """An ``error`` event in the stream, read as the SDK's stream reads one (its data as JSON
+    if it parses, else as text) and mapped as its ``APIStatusError`` for it would be."""
+    body: object = data
+    try:
+        body = json.loads(data)
+        fallback = f"{body}"
+    except Exception:
+        fallback = data or f"Error code: {http_status}"
+    return _status_error(http_status, body, fallback, headers)
+
+
+class SseParser:
+    """Server-sent events from a body read in pieces cut anywhere: ``feed`` each piece and
+    iterate the ``(event, data)`` of the events it completes. Lines end in LF, CRLF or CR
+    (a CRLF may be cut between its two bytes); one space after a field's colon is dropped;
+    ``data`` lines join with LF; a line starting with a colon, and ``id``, ``retry`` and
+    unknown fields, are ignored; an event is dispatched at a blank line if it has an event
+    name or data (an empty name is ``None``). An event not ended by a blank line when the body
+    ends is never dispatched. As the SDK's decoder, lines are decoded as strict UTF-8."""
+
+    __slots__ = ("_after_cr", "_data", "_event", "_rest")
+
+    def __init__(self) -> None:
+        self._rest = b""  # the start of a line not ended yet
+        self._after_cr = False  # the last piece ended in CR: an LF starting the next ends nothing
+        self._event: str | None = None
+        self._data: list[str] = []
+
+    def feed(self, chunk: bytes) -> Iterator[tuple[str | None, str]]:
+        if self._after_cr and chunk:
+            self._after_cr = False
+            if chunk[0] == 10:  # LF
+                chunk = chunk[1:]
+        buffer = self._rest + chunk if self._rest else chunk
+        end = max(buffer.rfind(b"\n"), buffer.rfind(b"\r")) + 1
+        if not end:
+            self._rest = buffer
+            return
+        self._rest = buffer[end:]
+        self._after_cr = buffer[end - 1] == 13  # CR
+        # Line ends are ASCII bytes, so no UTF-8 character is cut; bytes split only on them.
+        for raw in buffer[:end].splitlines():
+            if not raw:
+                if self._event is not None or self._data:
+                    data = self._data
+                    event, self._event, self._data = self._event, None, []
+                    yield event, data[0] if len(data) == 1 else "\n".join(data)
+                continue
+            name, _, value = raw.decode().partition(":")
+            if value[:1] == " ":
+                value = value[1:]
+            if name == "data":
+                self._data.append(value)
+            elif name == "event":
+                self._event = value or None
+
+
 def map_error(error: Exception) -> ProviderError:
     """The ``ProviderError`` for any failure the SDK (or the stream under it) raised."""
     if isinstance(error, ProviderError):
@@ -96,22 +186,7 @@ def map_error(error: Exception) -> ProviderError:
     if isinstance(error, anthropic.APIConnectionError):
         return ProviderError(kind=ErrorKind.CONNECTION, provider=NAME, message=str(error))
     if isinstance(error, anthropic.APIStatusError):
-        http_status = error.status_code
-        error_type = _body_type(error.body) or ""
-        if http_status < 400:
-            kind = _KINDS_BY_TYPE.get(error_type, ErrorKind.SERVER)
-        elif error_type in ("overloaded_error", "rate_limit_error"):
-            kind = _KINDS_BY_TYPE[error_type]
-        else:
-            kind = kind_for_status(http_status)
-        return ProviderError(
-            kind=kind,
-            provider=NAME,
-            message=_body_message(error.body) or error.message,
-            # An error event inside a 200 stream has no HTTP status of its own.
-            status=http_status if http_status >= 400 else None,
-            retry_after=parse_retry_after(error.response.headers),
-        )
+        return _status_error(error.status_code, error.body, error.message, error.response.headers)
     if isinstance(error, anthropic.APIError):
         return ProviderError(
             kind=ErrorKind.SERVER, provider=NAME, message=_body_message(error.body) or error.message
@@ -171,21 +246,49 @@ class AnthropicProvider(SdkProvider[anthropic.AsyncAnthropic]):
         )
         input_tokens = output_tokens = 0
         stop_reason: str | None = None
+        parser = SseParser()
         try:
-            events = await client.messages.create(**request, stream=True)
-            async with events:
-                async for event in events:
-                    if event.type == "message_start":
-                        input_tokens = event.message.usage.input_tokens
-                        output_tokens = event.message.usage.output_tokens
-                    elif event.type == "content_block_delta":
-                        if event.delta.type == "text_delta" and event.delta.text:
-                            yield TextDelta(event.delta.text)
-                    elif event.type == "message_delta":
-                        output_tokens = event.usage.output_tokens
-                        if event.usage.input_tokens is not None:
-                            input_tokens = event.usage.input_tokens
-                        stop_reason = event.delta.stop_reason
+            async with client.messages.with_streaming_response.create(
+                **request, stream=True
+            ) as response:
+                async for chunk in response.iter_bytes():
+                    for name, data in parser.feed(chunk):
+                        # As the SDK's stream: an error event stops it; an event without a
+                        # name, a ping or one without data is passed over; the rest are read
+                        # by the type their data names.
+                        if name == "error":
+                            raise _error_event(data, response.status_code, response.headers)
+                        if name is None or name == "ping" or not data:
+                            continue
+                        event = json.loads(data)  # a ValueError maps as unreadable, as before
+                        text = kind = None
+                        try:
+                            kind = event.get("type")
+                            if kind == "content_block_delta":
+                                delta = event["delta"]
+                                if delta.get("type") == "text_delta":
+                                    text = delta.get("text")
+                            elif kind == "message_start":
+                                usage = event["message"]["usage"]
+                                input_tokens = usage.get("input_tokens")
+                                output_tokens = usage.get("output_tokens")
+                            elif kind == "message_delta":
+                                usage = event["usage"]
+                                output_tokens = usage.get("output_tokens")
+                                if usage.get("input_tokens") is not None:
+                                    input_tokens = usage["input_tokens"]
+                                stop_reason = event["delta"].get("stop_reason")
+                        except (AttributeError, KeyError, TypeError) as error:
+                            # A shape this code does not expect is a bug here, as it was when
+                            # the SDK's objects lacked the attribute read.
+                            raise AttributeError(
+                                f"a {kind!r} event of an unexpected shape: "
+                                f"{type(error).__name__}: {error}"
+                            ) from error
+                        if text:
+                            yield TextDelta(text)
+        except ProviderError:
+            raise
         except Exception as error:
             raise map_error(error) from error
         yield Finished(Usage(input_tokens=input_tokens, output_tokens=output_tokens), stop_reason)
