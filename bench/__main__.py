@@ -50,6 +50,7 @@ class Plan:
     history_requests: int
     latency_debates: int
     latency_viewers: int
+    latency_window: float
     memory_debates: int
     memory_viewers: int
     scale_steps: tuple[int, ...]
@@ -65,6 +66,7 @@ FULL = Plan(
     history_requests=1_000,
     latency_debates=50,
     latency_viewers=3,
+    latency_window=20.0,
     memory_debates=100,
     memory_viewers=4,
     scale_steps=(25, 50, 100, 200, 300, 400, 500, 600),
@@ -79,6 +81,7 @@ QUICK = Plan(
     history_requests=200,
     latency_debates=10,
     latency_viewers=3,
+    latency_window=15.0,
     memory_debates=10,
     memory_viewers=3,
     scale_steps=(10, 25),
@@ -124,7 +127,39 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--p99-limit-ms", type=float, default=250.0, help="a scale step passes under this p99"
     )
-    parser.add_argument("--window", type=float, help="measuring window of a load step (s)")
+    parser.add_argument("--window", type=float, help="measuring window of a scale step (s)")
+    parser.add_argument(
+        "--latency-debates", type=_at_least_one, help="duels in the latency scenario (full 50)"
+    )
+    parser.add_argument(
+        "--latency-viewers", type=_at_least_one, help="viewers per latency duel (full 3)"
+    )
+    parser.add_argument(
+        "--latency-rounds",
+        type=_at_least_one,
+        help="rounds of each latency duel (default 4 when ended debates are replaced, so "
+        "debates end and start inside the window; 8 otherwise, so none ends)",
+    )
+    parser.add_argument(
+        "--latency-window",
+        type=float,
+        help="measuring window of the latency scenario (s; full 20, quick 15)",
+    )
+    parser.add_argument(
+        "--spread-starts",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="spread a load's debate starts over one provider call instead of starting them "
+        "all at once (default: at once for latency, spread for scale)",
+    )
+    parser.add_argument(
+        "--replace-ended",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="when a debate ends, start a new duel with its viewers at once, so the load keeps "
+        "its debates running and they end and start throughout the window (default: on for "
+        "latency, off for scale)",
+    )
     parser.add_argument("--history-debates", type=int, help="stored debates (full 10000)")
     parser.add_argument("--max-seconds", type=float, help="stop starting new steps after this")
     parser.add_argument(
@@ -245,14 +280,15 @@ async def run(args: argparse.Namespace, plan: Plan, stack: Stack, stamp: str) ->
             await scenarios.app_idle(stack, http)
         if "latency" in chosen:
             # The hardest steady load a user meets: every token its own wire event, no
-            # first-token wait, short replies and the next call at once. Short enough that
-            # no 8-round duel ends inside the window.
-            shape = scenarios.LoadShape(
-                plan.latency_debates, plan.latency_viewers, 8, plan.warmup, min(window, 10.0)
-            )
+            # first-token wait, short replies and the next call at once; all debates
+            # started at once, and each one that ends replaced by a new one (its final page,
+            # a new debate, new viewers), as an outside harness drives the app.
+            shape = latency_shape(args, plan)
             _say(
                 f"latency: {shape.debates} duels x {shape.viewers} viewers, "
-                f"{LATENCY_TOKENS}-token replies, one token per event"
+                f"{shape.rounds} rounds, {LATENCY_TOKENS}-token replies, one token per event, "
+                f"{'spread' if shape.spread_starts else 'simultaneous'} starts, ended debates "
+                f"{'replaced' if shape.replace_ended else 'not replaced'}"
             )
             result["latency"] = await scenarios.load(
                 stack,
@@ -268,6 +304,36 @@ async def run(args: argparse.Namespace, plan: Plan, stack: Stack, stamp: str) ->
                 args, plan, stack, http, watchers, deadline, window, stamp
             )
     return result
+
+
+def latency_shape(args: argparse.Namespace, plan: Plan) -> scenarios.LoadShape:
+    """By default all duels start at once and an ended one is replaced at once, with 4
+    rounds (about 13 s a duel at this pace) and a 20 s window: at least one turnover of
+    every debate inside it. Without replacement, 8 rounds: none ends inside the window."""
+    replace = True if args.replace_ended is None else args.replace_ended
+    return scenarios.LoadShape(
+        debates=args.latency_debates or plan.latency_debates,
+        viewers=args.latency_viewers or plan.latency_viewers,
+        rounds=args.latency_rounds or (4 if replace else 8),
+        warmup=plan.warmup,
+        window=args.latency_window or plan.latency_window,
+        spread_starts=False if args.spread_starts is None else args.spread_starts,
+        replace_ended=replace,
+    )
+
+
+def _scale_shape(
+    args: argparse.Namespace, debates: int, warmup: float, window: float
+) -> scenarios.LoadShape:
+    return scenarios.LoadShape(
+        debates,
+        args.scale_viewers,
+        args.scale_rounds,
+        warmup,
+        window,
+        spread_starts=True if args.spread_starts is None else args.spread_starts,
+        replace_ended=bool(args.replace_ended),
+    )
 
 
 async def _scale(
@@ -298,9 +364,7 @@ async def _scale(
             out["stopped_because"] = "time bound reached"
             break
         _say(f"scale: {debates} duels x {args.scale_viewers} viewers")
-        shape = scenarios.LoadShape(
-            debates, args.scale_viewers, args.scale_rounds, plan.warmup, window
-        )
+        shape = _scale_shape(args, debates, plan.warmup, window)
         step = await scenarios.load(
             stack, http, watchers, shape, paces=stack.options.paces, tokens=stack.options.tokens
         )
@@ -322,9 +386,7 @@ async def _scale(
         path = args.results_dir / f"profile-{stamp}.txt"
         path.parent.mkdir(parents=True, exist_ok=True)
         _say(f"profile: {debates} duels under py-spy")
-        shape = scenarios.LoadShape(
-            debates, args.scale_viewers, args.scale_rounds, plan.warmup, window
-        )
+        shape = _scale_shape(args, debates, plan.warmup, window)
         step = await scenarios.load(
             stack,
             http,
@@ -358,7 +420,7 @@ def _cluster_options(args: argparse.Namespace, plan: Plan) -> ClusterOptions:
     steps = (
         tuple(int(s) for s in args.scale_steps.split(",")) if args.scale_steps else plan.scale_steps
     )
-    largest = max(*steps, plan.latency_debates, plan.memory_debates)
+    largest = max(*steps, args.latency_debates or plan.latency_debates, plan.memory_debates)
     return ClusterOptions(
         workers=args.cluster,
         worker_concurrency=args.worker_concurrency or worker_concurrency(largest, args.cluster),

@@ -43,16 +43,19 @@ def viewer_session(*, connections: int = 4000) -> aiohttp.ClientSession:
 
 @dataclass
 class Samples:
-    """Latency samples (seconds) kept only while ``open``; counts of tokens seen."""
+    """Latency samples (seconds) kept only while ``open``, with when each was received;
+    counts of tokens seen."""
 
     open: bool = True
     latencies: list[float] = field(default_factory=list)
+    received: list[float] = field(default_factory=list)  # monotonic, one per latency
     primary_tokens: int = 0  # tokens seen by the first viewer of each debate: each token once
 
     def add(self, received: float, stamps: list[float], *, primary: bool) -> None:
         if not self.open:
             return
         self.latencies.extend(received - stamp for stamp in stamps)
+        self.received.extend([received] * len(stamps))
         if primary:
             self.primary_tokens += len(stamps)
 

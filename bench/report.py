@@ -167,6 +167,20 @@ def rows(result: dict[str, Any]) -> list[Row]:
             )
         )
         out.append(Row(f"token->viewer max, {shape}", _fmt(t["max_ms"], " ms")))
+        if "debates_started" in latency:
+            by_second = [v for v in latency.get("token_to_viewer_p99_by_second_ms", []) if v]
+            out.append(
+                Row(
+                    f"debates started (replacements included) / ended in window, {shape}",
+                    f"{latency['debates_started']} / {latency['debates_ended_in_window']}",
+                )
+            )
+            out.append(
+                Row(
+                    f"token->viewer p99 of the worst second of the window, {shape}",
+                    _fmt(max(by_second) if by_second else None, " ms"),
+                )
+            )
         out.append(
             Row(
                 f"app GET /healthz p99 meanwhile (event-loop stalls), {shape}",

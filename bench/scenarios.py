@@ -38,7 +38,7 @@ from bench.clients import (
 )
 from bench.fake_providers import Pace, recorded_requests, script_paces
 from bench.stack import Stack
-from bench.stats import batches, critical_path, latency_summary, ms, percentile
+from bench.stats import batches, critical_path, latency_summary, ms, p99_by_second, percentile
 
 T = TypeVar("T")
 _topics = itertools.count(1)
@@ -183,6 +183,13 @@ class LoadShape:
     rounds: int
     warmup: float
     window: float
+    # Spread the starts over one provider call (real debates are not in step), or issue
+    # them all at once, as an outside load harness does.
+    spread_starts: bool = True
+    # Keep ``debates`` running: when a debate's primary viewer sees ``event: end``, start a
+    # new duel with its viewers at once (until the window closes), so debates end and start
+    # throughout the run and their cost (the final page, new streams) is measured too.
+    replace_ended: bool = False
 
 
 class Profiler:
@@ -228,42 +235,80 @@ async def load(
     tokens: int,
     profile_to: Path | None = None,
 ) -> dict[str, Any]:
-    """Start ``debates`` duels with ``viewers`` each, measure in a window, cancel them all."""
+    """Start ``debates`` duels with ``viewers`` each, measure in a window, cancel them all.
+
+    With ``shape.replace_ended`` a debate whose primary viewer saw its end is replaced at
+    once by a new duel with its own viewers, until the window closes."""
     await script_paces(http, stack.fake_url, paces, tokens)
     samples = Samples(open=False)
     views: list[asyncio.Task[ViewResult]] = []
-    ids: list[str] = []
+    primaries: dict[str, asyncio.Task[ViewResult]] = {}  # every debate started, by id
+    start_errors: list[str] = []
+    closing = asyncio.Event()  # the window has closed: no more replacements
 
-    # Starts are spread over one provider call, as real debates are not in step with each
-    # other; started together, every turn of every debate would end in the same instant.
-    spread = max(p.first_token_delay + tokens / p.tokens_per_second for p in paces.values())
+    # Spread: starts over one provider call, as real debates are not in step with each
+    # other; started together, every turn of every debate ends in the same instant.
+    spread = (
+        max(p.first_token_delay + tokens / p.tokens_per_second for p in paces.values())
+        if shape.spread_starts
+        else 0.0
+    )
     ramp_started = time.monotonic()
 
-    async def begin(index: int) -> None:
-        await asyncio.sleep(ramp_started + spread * index / shape.debates - time.monotonic())
+    async def start_one() -> asyncio.Task[ViewResult]:
         debate_id = await start_debate(
             http, stack.app_url, topic=_topic(f"load{shape.debates}"), rounds=shape.rounds
         )
-        ids.append(debate_id)
-        for viewer in range(shape.viewers):
-            views.append(
-                asyncio.create_task(
-                    watch(
-                        watchers,
-                        stack.viewer_url(viewer),
-                        debate_id,
-                        samples,
-                        primary=viewer == 0,
-                        stream=stack.options.viewer_stream,
-                    )
+        tasks = [
+            asyncio.create_task(
+                watch(
+                    watchers,
+                    stack.viewer_url(viewer),
+                    debate_id,
+                    samples,
+                    primary=viewer == 0,
+                    stream=stack.options.viewer_stream,
                 )
             )
+            for viewer in range(shape.viewers)
+        ]
+        views.extend(tasks)
+        primaries[debate_id] = tasks[0]
+        return tasks[0]
 
-    started = await _bounded(
+    async def begin(index: int) -> asyncio.Task[ViewResult]:
+        if spread:
+            await asyncio.sleep(ramp_started + spread * index / shape.debates - time.monotonic())
+        return await start_one()
+
+    async def keep_running(primary: asyncio.Task[ViewResult]) -> None:
+        """One of the ``debates`` slots: each time its debate ends, a new one takes it."""
+        closed = asyncio.create_task(closing.wait())
+        try:
+            while True:
+                await asyncio.wait({primary, closed}, return_when=asyncio.FIRST_COMPLETED)
+                if closing.is_set() or primary.cancelled() or primary.exception():
+                    return
+                if primary.result().ended_at is None:  # the viewer failed: not an end
+                    return
+                try:
+                    primary = await start_one()
+                except Exception as error:
+                    start_errors.append(repr(error))
+                    return
+        finally:
+            closed.cancel()
+
+    firsts = await _bounded(
         shape.debates, [functools.partial(begin, i) for i in range(shape.debates)]
     )
     ramp = time.monotonic() - ramp_started
-    start_errors = [repr(r) for r in started if isinstance(r, BaseException)]
+    start_errors.extend(repr(r) for r in firsts if isinstance(r, BaseException))
+    lanes = [
+        asyncio.create_task(keep_running(first))
+        for first in firsts
+        if shape.replace_ended and not isinstance(first, BaseException)
+    ]
     await asyncio.sleep(shape.warmup)
 
     lag = LoopLag()
@@ -274,8 +319,11 @@ async def load(
     web0, own0 = processes.usage(stack.app_pid), processes.usage(os.getpid())
     parts0 = stack.process_usages()
     samples.open = True
+    window_opened = time.monotonic()
     await asyncio.sleep(shape.window)
     samples.open = False
+    window_closed = time.monotonic()
+    closing.set()
     app1, fake1 = stack.app_usage(), processes.usage(stack.fake_pid)
     web1, own1 = processes.usage(stack.app_pid), processes.usage(os.getpid())
     parts1 = stack.process_usages()
@@ -285,7 +333,12 @@ async def load(
     probe_times = probes if isinstance(probes, list) else []
     profiled = await profiler.wait() if profiler else False
 
-    await _bounded(32, [functools.partial(cancel_debate, http, stack.app_url, d) for d in ids])
+    # A slot may be starting its replacement as the window closes: wait for it, so that
+    # debate too is known, and cancelled with every other one still running.
+    await asyncio.gather(*lanes, return_exceptions=True)
+    ended_at = {d: _ended_at(task) for d, task in primaries.items()}
+    running = [d for d, at in ended_at.items() if at is None]
+    await _bounded(32, [functools.partial(cancel_debate, http, stack.app_url, d) for d in running])
     results = await _finish(views, limit=60)
     ends = Counter(r.end_status or ("error" if r.error else "open") for r in results)
     elapsed = app1.at - app0.at
@@ -297,13 +350,26 @@ async def load(
         "rounds": shape.rounds,
         "ramp_seconds": round(ramp, 2),
         "window_seconds": round(elapsed, 2),
+        "spread_starts": shape.spread_starts,
+        "replace_ended": shape.replace_ended,
         "start_errors": len(start_errors),
         "start_error_examples": start_errors[:3],
+        # Every debate started, the replacements of ended ones included, and those whose
+        # primary viewer saw the end inside the window (the cancelled ones end after it).
+        "debates_started": len(primaries),
+        "debates_ended_in_window": sum(
+            1 for at in ended_at.values() if at is not None and window_opened <= at < window_closed
+        ),
         "stream_ends": dict(ends),
         # Server-sent events (writes, roughly: a batch shares one) each viewer received a
         # second, over its whole connection.
         "events_per_viewer_per_second": _event_rate(results),
         "token_to_viewer": latency_summary(samples.latencies),
+        # The p99 of each second of the window: whether debates ending and starting (a
+        # turnover) set the p99.
+        "token_to_viewer_p99_by_second_ms": p99_by_second(
+            samples.received, samples.latencies, start=window_opened, seconds=shape.window
+        ),
         "tokens_streamed_in_window": tokens_seen,
         "tokens_per_second": round(tokens_seen / elapsed, 1) if elapsed else None,
         # The app is the web process plus its provider worker (when it has one).
@@ -333,6 +399,13 @@ async def load(
         "client_loop_lag_max_ms": ms(max(lags) if lags else None),
         "profiled": profiled,
     }
+
+
+def _ended_at(view: asyncio.Task[ViewResult]) -> float | None:
+    """When the viewer saw its debate's end, if it has."""
+    if not view.done() or view.cancelled() or view.exception():
+        return None
+    return view.result().ended_at
 
 
 def _event_rate(results: list[ViewResult]) -> float | None:

@@ -29,6 +29,19 @@ def latency_summary(seconds: Sequence[float]) -> dict[str, Any]:
     }
 
 
+def p99_by_second(
+    received: Sequence[float], latencies: Sequence[float], *, start: float, seconds: float
+) -> list[float | None]:
+    """The p99 (ms) of the latencies received in each whole second from ``start``, one per
+    second of a ``seconds``-long window (None for a second without samples)."""
+    buckets: list[list[float]] = [[] for _ in range(max(1, math.ceil(seconds)))]
+    for at, latency in zip(received, latencies, strict=True):
+        index = math.floor(at - start)
+        if 0 <= index < len(buckets):
+            buckets[index].append(latency)
+    return [ms(percentile(bucket, 99)) for bucket in buckets]
+
+
 def batches(calls: Sequence[tuple[float, float]]) -> list[list[tuple[float, float]]]:
     """Calls grouped into the batches that ran together: a call that starts before every
     call of the current batch has ended belongs to it (the runner starts a batch only after
