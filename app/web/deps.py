@@ -52,32 +52,35 @@ def compile_all(templates: Jinja2Templates) -> None:
         env.get_template(name)
 
 
-def get_settings_dep(request: Request) -> Settings:
+# The app's shared objects, as dependencies. ``async``: FastAPI runs a plain ``def``
+# dependency in its thread pool, a hop per dependency per request (four for a live stream)
+# for what is one attribute read.
+async def get_settings_dep(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
-def get_engine_dep(request: Request) -> Engine:
+async def get_engine_dep(request: Request) -> Engine:
     engine: Engine = request.app.state.engine
     return engine
 
 
-def get_hub(request: Request) -> EventBus:
+async def get_hub(request: Request) -> EventBus:
     hub: EventBus = request.app.state.hub
     return hub
 
 
-def get_jobs(request: Request) -> JobManager:
+async def get_jobs(request: Request) -> JobManager:
     jobs: JobManager = request.app.state.jobs
     return jobs
 
 
-def get_timelines(request: Request) -> Timelines:
+async def get_timelines(request: Request) -> Timelines:
     timelines: Timelines = request.app.state.timelines
     return timelines
 
 
-def get_templates(request: Request) -> Jinja2Templates:
+async def get_templates(request: Request) -> Jinja2Templates:
     templates: Jinja2Templates = request.app.state.templates
     return templates
 
