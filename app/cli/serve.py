@@ -48,9 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from app.config import get_settings
     from app.db import get_engine
     from app.migrate import migrate
-    from app.providers.local import llama_cpp_missing
     from app.web.app import create_app
-    from app.web.deps import compile_all
 
     settings = guarded(get_settings(), args.host)
     if not assets_ready(settings):
@@ -63,13 +61,7 @@ def run(args: argparse.Namespace) -> int:
         f"(data: {settings.data_dir}; database: {settings.database_label})",
         flush=True,
     )
-    app = create_app(settings)
-    # What the first requests would otherwise do while debates stream: compile every
-    # template, and load the local model's bindings (asked for by the providers' statuses,
-    # on the first form or debate posted; a few hundred milliseconds holding the interpreter).
-    compile_all(app.state.templates)
-    llama_cpp_missing()
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
     return 0
 
 

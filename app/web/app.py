@@ -13,6 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import collector, pricing, vendored
@@ -22,6 +23,7 @@ from app.db import get_engine
 from app.jobs import JobManager
 from app.migrate import migrate
 from app.providers.base import Provider, ProviderError
+from app.providers.local import llama_cpp_missing
 from app.providers.registry import PROVIDER_NAMES, build_provider, close_providers
 from app.providers.worker import (
     WORKER_PROVIDERS,
@@ -32,7 +34,7 @@ from app.providers.worker import (
 from app.resources import STATIC_DIR
 from app.web import api, apidocs, assets, delete, evals, pages, report, security, stream
 from app.web.bad_input import validation_error_handler
-from app.web.deps import ProviderStatuses, make_templates
+from app.web.deps import ProviderStatuses, compile_all, make_templates
 from app.web.timelines import Timelines
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,15 @@ def shorten_thread_switches() -> None:
     requests waiting that long at each turn; at 1 ms the history page's p99 under four
     concurrent clients fell from about 73 to 48 ms (interleaved runs), streaming unchanged."""
     sys.setswitchinterval(0.001)
+
+
+def _warm_up(templates: Jinja2Templates, *, local: bool) -> None:
+    """What the first requests would otherwise do while debates stream: load every template,
+    and the local model's bindings (its status asks for them, on the first form or debate
+    posted: a few hundred milliseconds holding the interpreter)."""
+    compile_all(templates)
+    if local:
+        llama_cpp_missing()
 
 
 def create_app(
@@ -94,6 +105,7 @@ def create_app(
         app.state.hub = hub
         app.state.jobs = jobs
         app.state.statuses = ProviderStatuses(chosen, settings)
+        await asyncio.to_thread(_warm_up, app.state.templates, local="local" in chosen)
         await jobs.start()
         shorten_thread_switches()
         try:

@@ -3,12 +3,14 @@ taken from ``app.state`` (set up once in the lifespan), plus the Jinja templates
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.templating import Jinja2Templates
+from jinja2.bccache import Bucket, BytecodeCache
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -29,9 +31,33 @@ from app.web.timelines import Timelines
 STATUS_TTL_SECONDS = 30.0
 
 
+class _CompiledInProcess(BytecodeCache):
+    """Compiled templates shared by every app this process builds (keyed by the template's
+    name and a checksum of its source): the first app compiles them, the rest load them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._codes: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        with self._lock:
+            code = self._codes.get(bucket.key)
+        if code is not None:
+            bucket.bytecode_from_string(code)
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        code = bucket.bytecode_to_string()
+        with self._lock:
+            self._codes[bucket.key] = code
+
+
+_COMPILED = _CompiledInProcess()
+
+
 def make_templates(assets_mode: assets.AssetsMode = "cdn") -> Jinja2Templates:
     templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
     env = templates.env
+    env.bytecode_cache = _COMPILED
     env.autoescape = True
     # Templates ship with the app and do not change while it runs: no stat of the file on
     # every render (the live stream renders a few hundred fragments a second under load).
@@ -44,9 +70,10 @@ def make_templates(assets_mode: assets.AssetsMode = "cdn") -> Jinja2Templates:
 
 
 def compile_all(templates: Jinja2Templates) -> None:
-    """Compile every template now. Compiled on first use instead, each holds the interpreter
-    for tens of milliseconds (the final debate page's, with its includes, about a hundred)
-    the first time it is needed: with debates streaming, that is a stall every viewer sees."""
+    """Load every template now (the app's start-up does). Loaded on first use instead, each
+    holds the interpreter for tens of milliseconds the first time it is compiled (the final
+    debate page's, with its includes, about a hundred): with debates streaming, that is a
+    stall every viewer sees. After the process's first app, loading is from ``_COMPILED``."""
     env = templates.env
     for name in env.list_templates():
         env.get_template(name)
