@@ -20,10 +20,10 @@ The two processes talk over the child's stdin and stdout: length-prefixed pickle
                      ("finished", call, input_tokens, output_tokens, estimated, stop_reason)
                      ("error", call, kind, provider, message, status, retry_after, retryable)
 
-The child gathers each call's text for up to ``TEXT_WINDOW_SECONDS`` and writes every call's
-in one batch; a call's last message goes at the end of the turn of the event loop it came in.
-It exits when its stdin closes (the parent stopped, or died); when it dies, every open call
-fails with a retryable connection error and the next call starts a new child.
+The child gathers everything that arrived in one turn of its event loop into one write,
+joining each call's text. It exits when its stdin closes (the parent stopped, or died); when
+it dies, every open call fails with a retryable connection error and the next call starts a
+new child.
 """
 
 from __future__ import annotations
@@ -59,12 +59,6 @@ log = logging.getLogger(__name__)
 # The adapters whose work is worth moving: HTTP APIs parsed by an SDK. The local model has
 # its own threads, and the CLI providers are child processes already.
 WORKER_PROVIDERS = frozenset({"anthropic", "gemini", "openai"})
-
-# The child sends each call's streamed text at most this often, every call's in one write.
-# Token by token, that is one message per turn a window instead of one per token for the
-# web process to take in; the runner's own window (``app.runner``) is as long, and text that
-# comes in together goes out to viewers at once.
-TEXT_WINDOW_SECONDS = 0.05
 
 _HEADER = struct.Struct("!I")
 _STOP_SECONDS = 5.0
@@ -322,47 +316,37 @@ def in_worker_process(
 
 
 class _Outbox:
-    """Messages to the parent: text at most once a window, every call's at once, and a
-    call's last message at the end of the turn of the event loop it came in."""
+    """Messages to the parent, written once per turn of the event loop."""
 
     def __init__(self, transport: asyncio.WriteTransport) -> None:
         self._transport = transport
         self._text: dict[int, list[str]] = {}
         self._messages: list[Wire] = []
-        self._flushing: asyncio.Handle | None = None
-        self._last_flush = -TEXT_WINDOW_SECONDS
+        self._scheduled = False
 
     def delta(self, call: int, text: str) -> None:
         self._text.setdefault(call, []).append(text)
-        if self._flushing is not None:
-            return
-        loop = asyncio.get_running_loop()
-        wait = self._last_flush + TEXT_WINDOW_SECONDS - loop.time()
-        if wait <= 0:  # after a quiet window: at once, with whatever else came in with it
-            self._flushing = loop.call_soon(self._flush)
-        else:
-            self._flushing = loop.call_later(wait, self._flush)
+        self._schedule()
 
     def send(self, message: Wire) -> None:
-        """A call's last message, after the text it still has waiting: a turn's end never
-        waits for the window (the other calls' text goes with it)."""
+        """A call's last message, after the text it still has waiting."""
         parts = self._text.pop(message[1], None)
         if parts:
             self._messages.append(("delta", message[1], "".join(parts)))
         self._messages.append(message)
-        if isinstance(self._flushing, asyncio.TimerHandle):
-            self._flushing.cancel()
-            self._flushing = None
-        if self._flushing is None:
-            self._flushing = asyncio.get_running_loop().call_soon(self._flush)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
 
     def _flush(self) -> None:
-        self._flushing = None
+        self._scheduled = False
         batch = [("delta", call, "".join(parts)) for call, parts in self._text.items()]
         batch += self._messages
         self._text, self._messages = {}, []
         if batch and not self._transport.is_closing():
-            self._last_flush = asyncio.get_running_loop().time()
             self._transport.write(_frame(batch))
 
 
