@@ -89,14 +89,18 @@ def progress_from_database(engine: Engine, debate_id: str) -> str | None:
         return progress_of(debate, groups).step
 
 
-def test_turn_events_render_from_the_timeline_not_the_database(engine: Engine) -> None:
+def watched_running_debate(engine: Engine) -> tuple[str, Timelines, Fragments]:
     with session_scope(engine) as session:
         debate = store.create_debate(session, spec=DebateSpec(topic="Tea or coffee?", seats=SEATS))
         debate.status = "running"
         debate.started_at = utcnow() - timedelta(seconds=10)
         debate_id = debate.id
     timelines = Timelines(engine)
-    fragments = Fragments(make_templates().env, engine, debate_id, timelines)
+    return debate_id, timelines, Fragments(make_templates().env, engine, debate_id, timelines)
+
+
+def test_turn_events_render_from_the_timeline_not_the_database(engine: Engine) -> None:
+    debate_id, timelines, fragments = watched_running_debate(engine)
     seq = iter(range(1, 100))
 
     def render(type: str, data: dict[str, Any]) -> str:
@@ -165,13 +169,7 @@ def test_the_least_recently_used_timeline_is_dropped_past_capacity(engine: Engin
 
 
 def test_a_completed_turn_event_carrying_its_saved_turn_reads_nothing(engine: Engine) -> None:
-    with session_scope(engine) as session:
-        debate = store.create_debate(session, spec=DebateSpec(topic="Tea or coffee?", seats=SEATS))
-        debate.status = "running"
-        debate.started_at = utcnow() - timedelta(seconds=10)
-        debate_id = debate.id
-    timelines = Timelines(engine)
-    fragments = Fragments(make_templates().env, engine, debate_id, timelines)
+    debate_id, timelines, fragments = watched_running_debate(engine)
     fragments.for_event(
         Event(
             1, "e", debate_id, "turn_started", started("r1.opening.claude", "claude", 1, "opening")

@@ -15,39 +15,21 @@ from app.web.deps import compile_all, make_templates
 
 
 @contextmanager
-def counting_compiles(templates: Jinja2Templates) -> Iterator[list[str]]:
-    compiled: list[str] = []
-    env = templates.env
-    original = env.compile
+def counting_calls(owner: Any, method: str) -> Iterator[list[str]]:
+    """The template names ``owner.method`` is called with meanwhile (the environment's
+    ``compile``: templates compiled; its loader's ``load``: templates loaded at all)."""
+    names: list[str] = []
+    original = getattr(owner, method)
 
-    def counting(source: Any, name: str | None = None, *args: Any, **kwargs: Any) -> Any:
-        compiled.append(name or "?")
-        return original(source, name, *args, **kwargs)
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        names.append(str(kwargs.get("name", args[1] if len(args) > 1 else "?")))
+        return original(*args, **kwargs)
 
-    env.compile = counting  # type: ignore[method-assign]
+    setattr(owner, method, counting)
     try:
-        yield compiled
+        yield names
     finally:
-        env.compile = original  # type: ignore[method-assign]
-
-
-@contextmanager
-def counting_loads(templates: Jinja2Templates) -> Iterator[list[str]]:
-    """Templates the environment had to load (compile, or read compiled) to render."""
-    loaded: list[str] = []
-    loader = templates.env.loader
-    assert loader is not None
-    original = loader.load
-
-    def counting(environment: Any, name: str, *args: Any, **kwargs: Any) -> Any:
-        loaded.append(name)
-        return original(environment, name, *args, **kwargs)
-
-    loader.load = counting  # type: ignore[method-assign]
-    try:
-        yield loaded
-    finally:
-        loader.load = original  # type: ignore[method-assign]
+        setattr(owner, method, original)
 
 
 def render_every_template(templates: Jinja2Templates) -> int:
@@ -59,7 +41,7 @@ def render_every_template(templates: Jinja2Templates) -> int:
 
 def test_a_started_app_loads_no_template_when_it_renders(app: FastAPI) -> None:
     templates: Jinja2Templates = app.state.templates
-    with TestClient(app), counting_loads(templates) as loaded:
+    with TestClient(app), counting_calls(templates.env.loader, "load") as loaded:
         rendered = render_every_template(templates)
     assert rendered > 20 and loaded == []
 
@@ -67,7 +49,7 @@ def test_a_started_app_loads_no_template_when_it_renders(app: FastAPI) -> None:
 def test_a_later_app_loads_the_templates_compiled_by_an_earlier_one() -> None:
     compile_all(make_templates())
     later = make_templates()
-    with counting_compiles(later) as compiled:
+    with counting_calls(later.env, "compile") as compiled:
         compile_all(later)
     assert compiled == []
     assert render_every_template(later) > 20
