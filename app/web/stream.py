@@ -176,7 +176,8 @@ async def page_events(
     last_event_id: str | None,
 ) -> AsyncIterator[ServerSentEvent | bytes]:
     if await _finished_elsewhere(hub, status, debate_id):
-        yield ServerSentEvent(data=await off_loop(fragments.final_body), event="end")
+        # Encoded in the pool too: the whole debate, split into one ``data:`` line per line.
+        yield await off_loop(_encoded_end, fragments)
         return
     try:
         async with aclosing(_subscribe(hub, debate_id, last_event_id)) as batches:
@@ -186,6 +187,10 @@ async def page_events(
                     yield chunk
     except UnknownEventId:
         yield ServerSentEvent(data="stale", event="reload")
+
+
+def _encoded_end(fragments: Fragments) -> bytes:
+    return ServerSentEvent(data=fragments.final_body(), event="end").encode()
 
 
 class Fragments:
