@@ -408,13 +408,13 @@ class _DeltaWindow:
     them at once.
 
     A delta that arrives after a quiet window goes out at the end of this turn of the event
-    loop, with any other turn's that came in the same turn (the provider worker sends every
-    call's text in one message); those that follow within the window, from any of the turns,
-    are gathered and go out together when it closes (by timer, so a lone token is never held
-    back waiting for the next one). Chunky streams are not delayed at all; token-by-token
-    streams cost one event per turn a window instead of one a token, and since a batch's
-    turns publish in the same instant, a viewer of the debate gets them in one write instead
-    of one write per turn."""
+    loop, with any other turn's that came in the same turn (the provider worker writes what
+    came in one turn of its own loop in one message); those that follow within the window,
+    from any of the turns, are gathered and go out together when it closes (by timer, so a
+    lone token is never held back waiting for the next one). Chunky streams are not delayed
+    at all; token-by-token streams cost one event per turn a window instead of one a token,
+    and since a batch's turns publish in the same instant, a viewer of the debate gets them
+    in one write instead of one write per turn."""
 
     def __init__(self) -> None:
         self._waiting: dict[_TurnText, None] = {}  # in arrival order

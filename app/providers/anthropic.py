@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import anthropic
@@ -177,6 +178,45 @@ class SseParser:
                 self._event = value or None
 
 
+@dataclass
+class _Tally:
+    """What a stream's events said so far besides their text: usage and why it stopped."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    stop_reason: str | None = None
+
+    def read(self, event: Any) -> str | None:
+        """The text ``event`` (a decoded event's data) brings, if any; its usage noted."""
+        kind = None
+        try:
+            kind = event.get("type")
+            if kind == "content_block_delta":
+                delta = event["delta"]
+                return delta.get("text") if delta.get("type") == "text_delta" else None
+            if kind == "message_start":
+                usage = event["message"]["usage"]
+                self.input_tokens = usage.get("input_tokens")
+                self.output_tokens = usage.get("output_tokens")
+            elif kind == "message_delta":
+                usage = event["usage"]
+                self.output_tokens = usage.get("output_tokens")
+                if usage.get("input_tokens") is not None:
+                    self.input_tokens = usage["input_tokens"]
+                self.stop_reason = event["delta"].get("stop_reason")
+        except (AttributeError, KeyError, TypeError) as error:
+            # A shape this code does not expect is a bug here, as it was when the SDK's
+            # objects lacked the attribute read.
+            raise AttributeError(
+                f"a {kind!r} event of an unexpected shape: {type(error).__name__}: {error}"
+            ) from error
+        return None
+
+    def finished(self) -> Finished:
+        usage = Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens)
+        return Finished(usage, self.stop_reason)
+
+
 def map_error(error: Exception) -> ProviderError:
     """The ``ProviderError`` for any failure the SDK (or the stream under it) raised."""
     if isinstance(error, ProviderError):
@@ -244,8 +284,7 @@ class AnthropicProvider(SdkProvider[anthropic.AsyncAnthropic]):
         request = build_request(
             model=model, system=system, messages=messages, max_tokens=max_tokens
         )
-        input_tokens = output_tokens = 0
-        stop_reason: str | None = None
+        tally = _Tally()
         parser = SseParser()
         try:
             async with client.messages.with_streaming_response.create(
@@ -260,35 +299,11 @@ class AnthropicProvider(SdkProvider[anthropic.AsyncAnthropic]):
                             raise _error_event(data, response.status_code, response.headers)
                         if name is None or name == "ping" or not data:
                             continue
-                        event = json.loads(data)  # a ValueError maps as unreadable, as before
-                        text = kind = None
-                        try:
-                            kind = event.get("type")
-                            if kind == "content_block_delta":
-                                delta = event["delta"]
-                                if delta.get("type") == "text_delta":
-                                    text = delta.get("text")
-                            elif kind == "message_start":
-                                usage = event["message"]["usage"]
-                                input_tokens = usage.get("input_tokens")
-                                output_tokens = usage.get("output_tokens")
-                            elif kind == "message_delta":
-                                usage = event["usage"]
-                                output_tokens = usage.get("output_tokens")
-                                if usage.get("input_tokens") is not None:
-                                    input_tokens = usage["input_tokens"]
-                                stop_reason = event["delta"].get("stop_reason")
-                        except (AttributeError, KeyError, TypeError) as error:
-                            # A shape this code does not expect is a bug here, as it was when
-                            # the SDK's objects lacked the attribute read.
-                            raise AttributeError(
-                                f"a {kind!r} event of an unexpected shape: "
-                                f"{type(error).__name__}: {error}"
-                            ) from error
-                        if text:
+                        # A ValueError maps as unreadable, as before.
+                        if text := tally.read(json.loads(data)):
                             yield TextDelta(text)
         except ProviderError:
             raise
         except Exception as error:
             raise map_error(error) from error
-        yield Finished(Usage(input_tokens=input_tokens, output_tokens=output_tokens), stop_reason)
+        yield tally.finished()

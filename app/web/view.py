@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -140,11 +140,9 @@ def turn_from_completed(data: Mapping[str, Any]) -> TurnView | None:
     text = data.get("text")
     if not isinstance(text, str):
         return None
-    live = turn_from_live(data, text)
-    return TurnView(
-        **{name: getattr(live, name) for name in _IDENTITY},
+    return replace(
+        turn_from_live(data, text),
         status="completed",
-        text=text,
         verdict=data.get("verdict"),
         input_tokens=int(data.get("input_tokens", 0)),
         output_tokens=int(data.get("output_tokens", 0)),
@@ -155,9 +153,6 @@ def turn_from_completed(data: Mapping[str, Any]) -> TurnView | None:
         started_at=_moment(data.get("started_at")),
         finished_at=_moment(data.get("finished_at")),
     )
-
-
-_IDENTITY = ("key", "role", "label", "provider", "model", "phase", "round")
 
 
 def _moment(value: Any) -> datetime | None:
