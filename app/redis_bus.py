@@ -28,14 +28,21 @@ event but deltas past ``buffer_limit`` (dropped, with a log line: the completed 
 the text), and the writer retries until Redis is back; the debate goes on meanwhile.
 
 Reading: a subscriber first pages through the stream itself (paced by its own consumer, so a
-long replay never overflows anything), then joins the debate's one reader task in this
-process, which waits on ``XREAD BLOCK`` and hands each new event to every local subscriber
-through a bounded queue; one that falls behind is dropped and resumes from its last id, as
-with the in-memory hub. Readers outlive a lost connection: they retry from their last id.
-If the server lost its data meanwhile (restarted without persistence), they go on with what
-is written next; only the live text of turns already under way is missing until they end.
+long replay never overflows anything), then joins its debate's reader in this process: the
+debate's cursor and its local subscribers. One task reads for every watched debate at once,
+one ``XREAD BLOCK`` over all their streams, and hands each new event to every local
+subscriber of its debate through a bounded queue; one that falls behind is dropped and
+resumes from its last id, as with the in-memory hub. One read for all, not one per debate:
+at fifty debates a read per debate was a round trip per debate for every window of live
+text, a fifth of a web node's CPU. A debate joined while that read waits is added by a
+write to this process's own wake stream (``<prefix>wake:<bus id>``, also in the read), so
+the read returns at once and the next one includes it. The reader outlives a lost
+connection: it retries from each debate's last id. If the server lost its data meanwhile
+(restarted without persistence), it goes on with what is written next; only the live text of
+turns already under way is missing until they end.
 
-Needs Redis 6.2 or later (exclusive ranges in ``XRANGE``).
+Needs Redis 6.2 or later (exclusive ranges in ``XRANGE``), one server (not Redis Cluster: the
+read spans the streams of many debates).
 """
 
 from __future__ import annotations
@@ -58,6 +65,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import BusyLoadingError, RedisError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.typing import KeyT, StreamIdT
 
 from app.events import (
     TERMINAL_EVENT,
@@ -85,6 +93,9 @@ UNREACHABLE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSErro
 
 READ_BLOCK_MS = 1000
 READ_COUNT = 500
+# The wake stream keeps a few entries, and is gone this long after its process last woke.
+WAKE_MAX_LENGTH = 16
+WAKE_KEEP_SECONDS = 3600
 REPLAY_PAGE = 500
 WRITE_BATCH = 500
 RETRY_FIRST_SECONDS = 0.05
@@ -132,13 +143,12 @@ class _Outgoing:
     counter: int
 
 
-@dataclass
+@dataclass(eq=False)
 class _Reader:
-    """This process's one ``XREAD`` loop for a debate, and the subscribers it feeds."""
+    """Where this process has read a debate's stream to, and the subscribers it feeds."""
 
     cursor: str
     subscribers: list[Subscriber] = field(default_factory=list)
-    task: asyncio.Task[None] | None = None
 
 
 def stream_position(raw: str) -> tuple[int, int] | None:
@@ -237,6 +247,10 @@ class RedisBus:
         self._writer: asyncio.Task[None] | None = None
         self._dropped_deltas = 0
         self._readers: dict[str, _Reader] = {}
+        self._reading: asyncio.Task[None] | None = None
+        self._waking: asyncio.Task[None] | None = None
+        self._wake_key = f"{key_prefix}wake:{self._writer_id}"
+        self._wake_cursor = FROM_START
         self._ended: OrderedDict[str, None] = OrderedDict()
         self._closed = False
 
@@ -464,36 +478,73 @@ class RedisBus:
         reader = self._readers.get(debate_id)
         if reader is None:
             reader = self._readers[debate_id] = _Reader(cursor=position)
-            reader.subscribers.append(subscriber)
-            reader.task = asyncio.get_running_loop().create_task(
-                self._read(debate_id, reader), name=f"redis-bus-reader-{debate_id}"
-            )
-        else:
-            reader.subscribers.append(subscriber)
+            self._wake_reading()
+        reader.subscribers.append(subscriber)
         return reader
 
-    async def _read(self, debate_id: str, reader: _Reader) -> None:
-        stream = self.stream_key(debate_id)
-        outage = _Outage(f"watching {debate_id}")
+    def _wake_reading(self) -> None:
+        """Have the read include every debate joined so far: start it, or end its wait."""
+        if self._reading is None or self._reading.done():
+            self._reading = asyncio.get_running_loop().create_task(
+                self._read(), name="redis-bus-reader"
+            )
+        elif self._waking is None or self._waking.done():
+            # One wake at a time: the read it ends is followed by one that includes every
+            # debate joined until then.
+            self._waking = asyncio.get_running_loop().create_task(
+                self._wake(), name="redis-bus-wake"
+            )
+
+    async def _wake(self) -> None:
         try:
-            while reader.subscribers:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                pipe.xadd(self._wake_key, {"w": "1"}, maxlen=WAKE_MAX_LENGTH, approximate=True)
+                pipe.expire(self._wake_key, WAKE_KEEP_SECONDS)
+                await pipe.execute()
+        except UNREACHABLE:
+            pass  # the read is failing too, and includes every debate when it retries
+
+    async def _read(self) -> None:
+        """Every watched debate's new events, in one ``XREAD`` after another, until none is
+        watched. The read lists the debates it was sent with; its reply goes to those."""
+        outage = _Outage("watching debates")
+        try:
+            while True:
+                for debate_id in [d for d, r in self._readers.items() if not r.subscribers]:
+                    del self._readers[debate_id]
+                if not self._readers:
+                    return
+                asked = dict(self._readers)
+                streams: dict[KeyT, StreamIdT] = {
+                    self.stream_key(d): reader.cursor for d, reader in asked.items()
+                }
+                streams[self._wake_key] = self._wake_cursor
                 try:
                     reply: Any = await self._redis.xread(
-                        {stream: reader.cursor}, count=READ_COUNT, block=READ_BLOCK_MS
+                        streams, count=READ_COUNT, block=READ_BLOCK_MS
                     )
                 except UNREACHABLE as error:
                     await outage.wait(error)
                     continue
                 outage.over()
-                # One stream asked for: the reply is [[its key, its entries]] or nothing.
-                events = _events(debate_id, reply[0][1] if reply else [])
-                if events:
-                    self._hand_out(reader, events)
+                self._hand_out_read(asked, reply or [])
         finally:
-            if self._readers.get(debate_id) is reader:
-                del self._readers[debate_id]
-            for subscriber in list(reader.subscribers):
-                offer(reader.subscribers, subscriber, None)
+            self._reading = None
+            for reader in self._readers.values():
+                for subscriber in list(reader.subscribers):
+                    offer(reader.subscribers, subscriber, None)
+            self._readers.clear()
+
+    def _hand_out_read(self, asked: dict[str, _Reader], reply: list[Any]) -> None:
+        prefix = len(self._prefix)
+        for key, entries in reply:
+            if key == self._wake_key:
+                self._wake_cursor = entries[-1][0]
+                continue
+            debate_id = key[prefix:]
+            reader = asked.get(debate_id)
+            if reader is not None and entries:
+                self._hand_out(reader, _events(debate_id, entries))
 
     def _hand_out(self, reader: _Reader, events: list[Event]) -> None:
         reader.cursor = events[-1].id
@@ -504,6 +555,11 @@ class RedisBus:
             for subscriber in list(reader.subscribers):
                 offer(reader.subscribers, subscriber, None)
             reader.subscribers.clear()
+
+    @property
+    def reading(self) -> bool:
+        """Whether this process reads any debate's stream (it does while one is watched)."""
+        return self._reading is not None and not self._reading.done()
 
     def subscriber_count(self, debate_id: str) -> int:
         reader = self._readers.get(debate_id)
@@ -517,9 +573,7 @@ class RedisBus:
         self._closed = True
         if not await self._flushed_within(CLOSE_WAIT_SECONDS):
             log.warning("redis bus closed with %d event(s) unwritten", len(self._outbox))
-        tasks = [reader.task for reader in self._readers.values() if reader.task is not None]
-        if self._writer is not None:
-            tasks.append(self._writer)
+        tasks = [task for task in (self._reading, self._waking, self._writer) if task is not None]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -4,12 +4,14 @@ a test may kill and restart, and a factory that makes buses of either kind."""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import secrets
 import shutil
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,19 @@ HOW_TO_START_REDIS = (
 )
 
 BusFactory = Callable[..., EventBus]
+
+
+async def until(condition: Callable[[], bool | Awaitable[bool]], *, wait: float = 10.0) -> None:
+    """Until ``condition()`` holds (polled: the buses signal none of the states tests wait
+    for); an assertion error after ``wait`` seconds."""
+    for _ in range(int(wait / 0.01)):
+        held = condition()
+        if inspect.isawaitable(held):
+            held = await held
+        if held:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the condition never held")
 
 
 def redis_reachable(url: str) -> bool:

@@ -16,7 +16,7 @@ import redis
 from app.bus import EventBus
 from app.events import Event, EventHub, UnknownEventId
 from app.redis_bus import RedisBus
-from tests.bus.conftest import REDIS_URL, BusFactory, redis_keys
+from tests.bus.conftest import REDIS_URL, BusFactory, redis_keys, until
 
 WAIT = 10.0
 
@@ -216,14 +216,6 @@ async def test_a_subscriber_that_falls_behind_is_dropped_and_resumes_from_its_la
     assert got[-1].type != "end"  # dropped before the end, never waited for
     rest = await collect(bus, "d1", last_event_id=got[-1].id)
     assert content(got + rest) == published
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    for _ in range(int(WAIT / 0.01)):  # polled: the buses offer no event for it
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the condition never held")
 
 
 async def test_the_snapshot_shows_the_live_turns_as_of_its_last_id(make_bus: BusFactory) -> None:

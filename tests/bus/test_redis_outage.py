@@ -20,7 +20,7 @@ from app.events import Event
 from app.providers.registry import build_providers, provider_statuses
 from app.redis_bus import RedisBus
 from app.runner import Runner
-from tests.bus.conftest import ThrowawayRedis
+from tests.bus.conftest import ThrowawayRedis, until
 from tests.fakes.llm_server import FakeLLMServer
 
 WAIT = 20.0
@@ -115,11 +115,3 @@ async def test_a_debate_runs_to_its_end_with_redis_down_and_its_events_arrive_la
         assert seen[0].data == {"status": "running"} and seen[-1].type == "end"
     finally:
         await bus.aclose()
-
-
-async def until(condition: Any) -> None:
-    for _ in range(int(WAIT / 0.01)):  # polled: nothing signals it
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the condition never held")

@@ -1,0 +1,113 @@
+"""One process reads the streams of every debate it watches with one blocking read, not one
+per debate; a debate joined while that read waits is read at once, not after the wait."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+from contextlib import AsyncExitStack, aclosing
+
+import pytest
+import redis.asyncio
+
+from app import redis_bus
+from app.events import Event
+from app.redis_bus import RedisBus
+from tests.bus.conftest import REDIS_URL, until
+
+WAIT = 10.0
+
+
+async def reads_waiting(client: redis.asyncio.Redis) -> int:
+    """Connections of the Redis server waiting in an ``XREAD``."""
+    clients = await client.client_list()
+    return sum(1 for entry in clients if entry.get("cmd") == "xread" and "b" in entry["flags"])
+
+
+async def blocked_reads(client: redis.asyncio.Redis, *, more_than: int) -> bool:
+    return await reads_waiting(client) > more_than
+
+
+async def watch(
+    stack: AsyncExitStack, bus: RedisBus, debate_id: str
+) -> AsyncGenerator[Event, None]:
+    return await stack.enter_async_context(aclosing(bus.subscribe(debate_id)))
+
+
+async def next_event(events: AsyncGenerator[Event, None]) -> Event:
+    async with asyncio.timeout(WAIT):
+        return await anext(events)
+
+
+async def test_twenty_watched_debates_wait_in_one_read(redis_prefix: str) -> None:
+    bus = RedisBus(REDIS_URL, key_prefix=redis_prefix)
+    client = redis.asyncio.Redis.from_url(REDIS_URL, decode_responses=True)
+    try:
+        before = await reads_waiting(client)
+        async with AsyncExitStack() as stack:
+            watched = {}
+            for number in range(20):
+                debate_id = f"d{number}"
+                bus.publish(debate_id, "status", {"status": "running"})
+                watched[debate_id] = await watch(stack, bus, debate_id)
+            for events in watched.values():
+                assert (await next_event(events)).data == {"status": "running"}
+            # Every subscription has caught up and waits for what comes next.
+            await until(lambda: blocked_reads(client, more_than=before))
+            waiting = []
+            for _ in range(10):
+                waiting.append(await reads_waiting(client) - before)
+                await asyncio.sleep(0.05)
+            assert max(waiting) == 1, waiting
+            for debate_id in watched:
+                bus.publish(debate_id, "delta", {"key": "k", "text": debate_id})
+            for debate_id, events in watched.items():
+                assert (await next_event(events)).data == {"key": "k", "text": debate_id}
+    finally:
+        await bus.aclose()
+        await client.aclose()
+
+
+async def test_a_debate_joined_while_the_read_waits_is_read_without_waiting_it_out(
+    redis_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A wait far longer than the test's: only the wake can bring the second debate's events.
+    monkeypatch.setattr(redis_bus, "READ_BLOCK_MS", 120_000)
+    bus = RedisBus(REDIS_URL, key_prefix=redis_prefix)
+    client = redis.asyncio.Redis.from_url(REDIS_URL, decode_responses=True)
+    try:
+        async with AsyncExitStack() as stack:
+            bus.publish("first", "status", {"status": "running"})
+            first = await watch(stack, bus, "first")
+            assert (await next_event(first)).type == "status"
+            await until(lambda: blocked_reads(client, more_than=0))
+            bus.publish("second", "status", {"status": "running"})
+            second = await watch(stack, bus, "second")
+            # Read from the stream itself, before the subscription joins the waiting read.
+            assert (await next_event(second)).type == "status"
+            bus.publish("second", "delta", {"key": "k", "text": "at once"})
+            assert (await next_event(second)).data == {"key": "k", "text": "at once"}
+            bus.publish("first", "delta", {"key": "k", "text": "still read"})
+            assert (await next_event(first)).data == {"key": "k", "text": "still read"}
+    finally:
+        await bus.aclose()
+        await client.aclose()
+
+
+async def test_the_read_stops_when_no_debate_is_watched_and_starts_again_on_the_next(
+    redis_prefix: str,
+) -> None:
+    bus = RedisBus(REDIS_URL, key_prefix=redis_prefix)
+    try:
+        for round_number in range(2):
+            debate_id = f"d{round_number}"
+            bus.publish(debate_id, "status", {"status": "running"})
+            async with aclosing(bus.subscribe(debate_id)) as events:
+                assert (await next_event(events)).type == "status"
+                bus.publish(debate_id, "end", {"status": "completed"})
+                assert (await next_event(events)).type == "end"
+                with pytest.raises(StopAsyncIteration):
+                    await next_event(events)
+            await until(lambda: not bus.reading)
+    finally:
+        await bus.aclose()
