@@ -1,5 +1,7 @@
-"""The runner's database work: short synchronous transactions, each run in a worker thread
-(``asyncio.to_thread``) so the event loop that streams every debate never waits on SQLite.
+"""The runner's database work: short synchronous transactions, each run in a thread of
+``ledger_lane`` so the event loop that streams every debate never waits on SQLite. Two
+threads for every debate of the process: a few hundred turns a second, and no burst of
+writes (fifty debates ending at once) taking the interpreter from the loop (``app.threads``).
 
 One method per thing the runner needs to know or record; each is one unit of work.
 """
@@ -21,6 +23,10 @@ from app.pricing import ModelUse
 from app.spec import CompletedTurn, DebateSpec, Outcome
 from app.status import DebateStatus
 from app.store import SavedTurn
+from app.threads import Lane
+
+LEDGER_THREADS = 2
+ledger_lane = Lane("ledger", threads=LEDGER_THREADS)
 
 
 @dataclass(frozen=True)

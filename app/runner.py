@@ -32,7 +32,7 @@ from app.endings import OUTPUT_LIMIT, REPETITION, EndedEarly
 from app.event_types import RetryingData, TurnStartedData
 from app.formats import Format, get_format
 from app.leases import Fence
-from app.ledger import Ledger, TurnRecord
+from app.ledger import Ledger, TurnRecord, ledger_lane
 from app.models import utcnow
 from app.providers.base import (
     ErrorKind,
@@ -93,10 +93,10 @@ class Runner:
         self._ledger = Ledger(self.engine, fence=self.fence)
 
     async def run(self, debate_id: str) -> RunResult:
-        begun = await asyncio.to_thread(self._ledger.start, debate_id)
+        begun = await ledger_lane.run(self._ledger.start, debate_id)
         if not begun.running:
             # Cancelled while this job was on its way: the cancel stands, and says so itself.
-            status = await asyncio.to_thread(self._ledger.status, debate_id)
+            status = await ledger_lane.run(self._ledger.status, debate_id)
             return RunResult(status or DebateStatus.CANCELLED)
         self.hub.publish(debate_id, "status", {"status": DebateStatus.RUNNING})
         spec, done, budget = begun.spec, begun.done, begun.token_budget
@@ -123,14 +123,14 @@ class Runner:
     # -- steps --------------------------------------------------------------------------
 
     async def _check_still_running(self, debate_id: str) -> None:
-        status = await asyncio.to_thread(self._ledger.status, debate_id)
+        status = await ledger_lane.run(self._ledger.status, debate_id)
         if status != DebateStatus.RUNNING:
             raise DebateStopped(status)
 
     async def _budget_exceeded(self, debate_id: str, budget: int | None) -> str | None:
         if budget is None:
             return None
-        used = await asyncio.to_thread(self._ledger.tokens_used, debate_id)
+        used = await ledger_lane.run(self._ledger.tokens_used, debate_id)
         if used >= budget:
             return f"token budget reached: {used} of {budget} tokens used"
         return None
@@ -146,7 +146,7 @@ class Runner:
             prices = pricing.price_table(self.settings.data_dir)
         except pricing.PriceFileError as error:
             return f"money budget cannot be kept: {error}"
-        uses = await asyncio.to_thread(self._ledger.tokens_by_model, debate_id)
+        uses = await ledger_lane.run(self._ledger.tokens_by_model, debate_id)
         spent = pricing.total(prices, uses)
         if not spent.known:
             models = ", ".join(spent.unpriced_models)
@@ -274,7 +274,7 @@ class Runner:
             finished_at=started + timedelta(seconds=latency),
             ended_early=ended_early,
         )
-        saved = await asyncio.to_thread(self._ledger.save_turn, debate_id, record)
+        saved = await ledger_lane.run(self._ledger.save_turn, debate_id, record)
         # Announced only now that it is committed: a viewer never sees what the database
         # does not have. The event carries the saved turn whole, so no viewer's process
         # reads it back.
@@ -344,7 +344,7 @@ class Runner:
             started_at=started,
             finished_at=utcnow(),
         )
-        saved = await asyncio.to_thread(self._ledger.save_turn, debate_id, record)
+        saved = await ledger_lane.run(self._ledger.save_turn, debate_id, record)
         self.hub.publish(
             debate_id,
             "turn_failed",
@@ -360,14 +360,14 @@ class Runner:
     async def _finish(
         self, debate_id: str, status: DebateStatus, outcome: Outcome | None, reason: str | None
     ) -> RunResult:
-        await asyncio.to_thread(
+        await ledger_lane.run(
             self._ledger.finish, debate_id, status=status, outcome=outcome, reason=reason
         )
         self.hub.publish(debate_id, "end", {"status": status, "reason": reason})
         return RunResult(status, reason)
 
     async def _complete(self, debate_id: str, outcome: Outcome) -> RunResult:
-        await asyncio.to_thread(
+        await ledger_lane.run(
             self._ledger.finish,
             debate_id,
             status=DebateStatus.COMPLETED,
@@ -376,7 +376,7 @@ class Runner:
         )
         files_error = None
         try:
-            await asyncio.to_thread(
+            await ledger_lane.run(
                 write_debate_files,
                 self.engine,
                 debate_id=debate_id,

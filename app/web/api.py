@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, HTTPException, Query, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field, PlainSerializer
+from starlette.concurrency import run_in_threadpool
 
 from app import debates, pricing, readiness, reruns, spending, store
 from app.config import Settings
@@ -299,7 +300,8 @@ async def start_debate(
         raise RequestValidationError(field_errors(("seats",), str(error))) from error
     except debates.BudgetError as error:
         raise RequestValidationError(field_errors(("budget_usd",), str(error))) from error
-    debate = debates.create(engine, prepared=prepared, settings=settings)
+    # In a thread: fifty debates started at once are fifty commits the loop would wait on.
+    debate = await run_in_threadpool(debates.create, engine, prepared=prepared, settings=settings)
     jobs.submit(debate.id)
     return debate_out(debate, [], prices, prepared.notes)
 

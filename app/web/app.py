@@ -32,6 +32,7 @@ from app.providers.worker import (
     provider_worker_wanted,
 )
 from app.resources import STATIC_DIR
+from app.threads import limit_request_threads
 from app.web import api, apidocs, assets, delete, evals, pages, report, security, stream
 from app.web.bad_input import validation_error_handler
 from app.web.deps import ProviderStatuses, compile_all, make_templates
@@ -76,6 +77,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        limit_request_threads()
         # A malformed ARGUE_HOME/prices.toml stops the start with its own message, not a
         # page later on.
         pricing.check(settings.data_dir)

@@ -16,6 +16,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 
 from app import debates, export, pricing, reruns, spending, store
 from app.context import MAX_CONTEXT_LINES
@@ -161,7 +162,9 @@ async def create_from_form(
             state = FormState(state.values, {"budget_usd": str(error)})
             status_code = 422
         else:
-            debate = debates.create(engine, prepared=prepared, settings=settings)
+            debate = await run_in_threadpool(
+                debates.create, engine, prepared=prepared, settings=settings
+            )
             jobs.submit(debate.id)
             return RedirectResponse(f"/debates/{debate.id}", status_code=303)
     with session_scope(engine) as session:

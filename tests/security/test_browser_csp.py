@@ -18,7 +18,7 @@ from tests.fakes.llm_server import FakeLLMServer
 from tests.security.conftest import TOKEN, with_access
 from tests.web.conftest import LiveServer, http_providers, serve, stop
 from tests.web.htmx_assets import pinned_file
-from tests.web.test_browser import CHROMIUM, CHROMIUM_ARGS, unavailable
+from tests.web.test_browser import CHROMIUM, CHROMIUM_ARGS, FINISHED, unavailable
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
 
@@ -106,10 +106,7 @@ def test_the_app_works_in_a_browser_under_its_policy_with_no_violation(
     page.fill("#rounds", "1")
     page.click(".new-debate button[type=submit]")
     page.wait_for_url("**/debates/*")
-    page.wait_for_function(
-        "() => document.querySelector('#status').textContent.trim() == 'completed'",
-        timeout=30_000,
-    )
+    page.wait_for_function(FINISHED, timeout=30_000)
     assert page.locator("article.turn-completed").count() == 3
 
     page.goto(f"{url}/debates")

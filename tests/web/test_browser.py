@@ -38,6 +38,12 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 SCREENSHOTS = Path(__file__).resolve().parent.parent / ".cache" / "screenshots"
+# The finished page, as the stream's `end` swaps it in, once settled: for a moment after a
+# swap htmx keeps an element's old classes (its settle step), so a turn still reads as live.
+FINISHED = (
+    "() => document.querySelector('#status').textContent.trim() == 'completed'"
+    " && !document.querySelector('.htmx-settling')"
+)
 REPLY = (
     "**Position.** Spaces keep diffs stable across editors, and PEP 8 asks for four of them. "
     "Tabs let each reader choose a width, but mixed indentation breaks Python outright. "
@@ -145,7 +151,7 @@ def test_a_duel_started_from_the_form_streams_live_survives_a_reload_and_downloa
     watch(
         "() => [...document.querySelectorAll('.text.live')].some(e => e.textContent.length > 120)"
     )
-    watch("() => document.querySelector('#status').textContent.trim() == 'completed'")
+    watch(FINISHED)
     page.screenshot(path=str(SCREENSHOTS / "debate-finished.png"), full_page=True)
 
     turns = {turn["key"]: turn["text"] for turn in _api(page, live_server, debate_id)["turns"]}

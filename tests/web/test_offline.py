@@ -24,7 +24,14 @@ from app.web.app import create_app
 from tests.fakes.llm_server import FakeLLMServer
 from tests.web.conftest import LiveServer, http_providers, serve, stop
 from tests.web.htmx_assets import pinned_file
-from tests.web.test_browser import CHROMIUM, CHROMIUM_ARGS, REPLY, SCREENSHOTS, unavailable
+from tests.web.test_browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    FINISHED,
+    REPLY,
+    SCREENSHOTS,
+    unavailable,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(120)]
 
@@ -32,7 +39,6 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
 NOTICE = "#htmx-missing"
 LIVE_TEXT_LONGER_THAN = """(n) => [...document.querySelectorAll('.text.live')]
   .some(e => e.textContent.length > n)"""
-COMPLETED = "() => document.querySelector('#status').textContent.trim() == 'completed'"
 
 
 @dataclass
@@ -106,7 +112,7 @@ def wait_for(page: Any, expression: str, arg: Any = None, timeout: float = 30) -
 def assert_the_debate_was_followed_to_its_end(page: Any) -> None:
     """Part of a turn shows while it is written, then the finished debate."""
     wait_for(page, LIVE_TEXT_LONGER_THAN, 40)
-    wait_for(page, COMPLETED)
+    wait_for(page, FINISHED)
     assert page.locator("article.turn-completed").count() == 3
     assert page.locator("article.turn-live").count() == 0
     assert page.locator("section.outcome").count() == 1

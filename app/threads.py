@@ -1,0 +1,49 @@
+"""The app's own small thread pools, one per kind of blocking work, and how many threads the
+web framework may run handlers in.
+
+Blocking work (SQLite, rendering) runs in threads so the event loop never waits on it, but
+Python code in a thread holds the interpreter lock just as the loop does: every thread
+running at once takes its share of the lock from the loop that streams every debate. With
+the defaults (forty threads for the framework's handlers, six for ``asyncio.to_thread``),
+fifty debates ending and fifty starting within a second ran dozens of threads at once, and
+the loop got a small share of the lock for as long as the burst lasted: tokens waited for it.
+Each kind of work therefore gets a few threads (a burst queues for them instead), more of
+which would not finish the work sooner on one interpreter lock, only take the loop's turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import ParamSpec, TypeVar
+
+import anyio.to_thread
+
+# The framework's threads (FastAPI's plain ``def`` handlers and dependencies, and
+# ``run_in_threadpool``): enough for a few page loads and stream openings at once while one
+# of them waits on the database.
+REQUEST_THREADS = 4
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class Lane:
+    """A few threads of their own for one kind of work; a caller cancelled before its work
+    starts drops it."""
+
+    def __init__(self, name: str, *, threads: int) -> None:
+        self.threads = threads
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"argue-{name}")
+
+    async def run(self, work: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, partial(work, *args, **kwargs))
+
+
+def limit_request_threads(threads: int = REQUEST_THREADS) -> None:
+    """Cap the threads this event loop's framework runs handlers in (anyio's default limiter,
+    forty unless set: one per loop, so this is called from inside the loop)."""
+    anyio.to_thread.current_default_thread_limiter().total_tokens = threads

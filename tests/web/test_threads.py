@@ -1,0 +1,114 @@
+"""The web process runs its blocking work in a few threads, never dozens at once (each one
+running takes its share of the interpreter lock from the loop that streams every debate),
+and never on the event loop itself."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from app import debates
+from app.ledger import LEDGER_THREADS, Ledger
+from app.threads import REQUEST_THREADS, Lane
+from tests.web.conftest import start_duel, wait_for_debate
+from tests.web.test_routes import form_fields
+
+
+class Concurrency:
+    """How many calls of a function ran at once, at most, and in which threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running = 0
+        self.most = 0
+        self.threads: set[str] = set()
+        self.on_loop = 0
+
+    def wrap(self, work: Callable[..., Any], *, hold: float = 0.0) -> Callable[..., Any]:
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                self._running += 1
+                self.most = max(self.most, self._running)
+                self.threads.add(threading.current_thread().name)
+                self.on_loop += _loop_running()
+            try:
+                time.sleep(hold)
+                return work(*args, **kwargs)
+            finally:
+                with self._lock:
+                    self._running -= 1
+
+        return wrapped
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_a_burst_of_requests_to_plain_handlers_runs_in_at_most_the_request_threads(
+    app: FastAPI,
+) -> None:
+    seen = Concurrency()
+    held = seen.wrap(lambda: True, hold=0.1)
+
+    def slow() -> dict[str, bool]:  # a plain def: FastAPI runs it in a thread
+        return {"ok": held()}
+
+    app.add_api_route("/slow", slow, methods=["GET"])
+    with TestClient(app) as client, ThreadPoolExecutor(16) as senders:
+        answers = list(senders.map(lambda _: client.get("/slow").status_code, range(16)))
+    assert answers == [200] * 16
+    assert seen.most == REQUEST_THREADS
+    assert seen.on_loop == 0
+
+
+def test_a_lane_runs_at_most_its_threads_at_once_and_queues_the_rest() -> None:
+    lane = Lane("test", threads=2)
+    seen = Concurrency()
+
+    async def burst() -> list[int]:
+        slow = seen.wrap(lambda number: number, hold=0.05)
+        return list(await asyncio.gather(*(lane.run(slow, n) for n in range(8))))
+
+    assert asyncio.run(burst()) == list(range(8))
+    assert seen.most == 2
+    assert seen.threads <= {"argue-test_0", "argue-test_1"}
+
+
+@pytest.mark.parametrize("started_from", ["api", "form"])
+def test_a_new_debate_is_written_from_a_thread_not_the_event_loop(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch, started_from: str
+) -> None:
+    seen = Concurrency()
+    monkeypatch.setattr(debates, "create", seen.wrap(debates.create))
+    if started_from == "api":
+        debate_id = start_duel(client)
+    else:
+        response = client.post("/debates", data=form_fields(), follow_redirects=False)
+        assert response.status_code == 303, response.text
+        debate_id = response.headers["location"].rsplit("/", 1)[-1]
+    assert wait_for_debate(client, debate_id) == "completed"
+    assert seen.most == 1 and seen.on_loop == 0
+
+
+def test_the_runner_writes_turns_in_its_ledger_threads(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = Concurrency()
+    monkeypatch.setattr(Ledger, "save_turn", seen.wrap(Ledger.save_turn))
+    ids = [start_duel(client) for _ in range(4)]
+    assert [wait_for_debate(client, debate_id) for debate_id in ids] == ["completed"] * 4
+    assert seen.threads and all(name.startswith("argue-ledger_") for name in seen.threads)
+    assert seen.most <= LEDGER_THREADS and seen.on_loop == 0
