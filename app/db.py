@@ -44,11 +44,12 @@ def make_engine(url: str, *, pool_size: int = DEFAULT_POOL_SIZE) -> Engine:
 
 def _sqlite_engine(url: str) -> Engine:
     # SQLite connections are cheap file handles; a capped pool only adds a way for the
-    # event loop to wait on worker threads that hold every connection.
+    # event loop to wait on worker threads that hold every connection. Kept: more than the
+    # threads that use them at once (app.threads), so none is opened and set up again.
     engine = create_engine(
         url,
         connect_args={"check_same_thread": False, "timeout": 30},
-        pool_size=8,
+        pool_size=16,
         max_overflow=-1,
     )
     event.listen(engine, "connect", _configure_sqlite)

@@ -123,11 +123,18 @@ class Timelines:
             if timeline is not None:
                 self._timelines.move_to_end(debate_id)
                 return timeline, False
-            timeline = self._read(debate_id)
-            if timeline is not None:
-                self._timelines[debate_id] = timeline
-                while len(self._timelines) > self._capacity:
-                    self._timelines.popitem(last=False)
+        # Read outside the lock: fifty debates starting at once are fifty reads, and the
+        # other debates' events must not wait behind them.
+        timeline = self._read(debate_id)
+        if timeline is None:
+            return None, True
+        with self._lock:
+            kept = self._timelines.get(debate_id)
+            if kept is not None:  # another thread read it meanwhile: keep the one in use
+                return kept, False
+            self._timelines[debate_id] = timeline
+            while len(self._timelines) > self._capacity:
+                self._timelines.popitem(last=False)
             return timeline, True
 
     def _read(self, debate_id: str) -> Timeline | None:

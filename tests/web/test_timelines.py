@@ -4,11 +4,14 @@ progress is the same as one computed from the database."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
@@ -19,7 +22,7 @@ from app.models import utcnow
 from app.spec import DebateSpec, Seat
 from app.web.deps import make_templates
 from app.web.stream import Fragments
-from app.web.timelines import Timelines
+from app.web.timelines import Timeline, Timelines
 from app.web.view import group_turns, merge_turns, progress_of
 
 SEATS = (Seat("claude", "Claude", "anthropic"), Seat("gemini", "Gemini", "gemini"))
@@ -201,3 +204,30 @@ def test_a_completed_turn_event_carrying_its_saved_turn_reads_nothing(engine: En
     assert timeline is not None
     assert timeline.turns["r1.opening.claude"].status == "completed"
     assert timeline.progress().step == progress_from_database(engine, debate_id)
+
+
+def test_a_debate_read_for_the_first_time_holds_up_no_other_debates_timeline(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    watched, timelines, _ = watched_running_debate(engine)
+    assert timelines.get(watched) is not None
+    new, _, _ = watched_running_debate(engine)
+    reading = threading.Event()
+    release = threading.Event()
+    read = Timelines._read
+
+    def slow_read(self: Timelines, debate_id: str) -> Timeline | None:
+        reading.set()
+        assert release.wait(10)
+        return read(self, debate_id)
+
+    monkeypatch.setattr(Timelines, "_read", slow_read)
+    with ThreadPoolExecutor(1) as other:
+        first_read = other.submit(timelines.get, new)
+        assert reading.wait(10)
+        # The watched debate's timeline answers while the new one is still being read.
+        assert timelines.get(watched) is not None
+        release.set()
+        timeline = first_read.result(10)
+    assert timeline is not None and timeline.debate.id == new
+    assert timelines.get(new) is timeline
