@@ -35,7 +35,6 @@ class Lane:
     starts drops it."""
 
     def __init__(self, name: str, *, threads: int) -> None:
-        self.threads = threads
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"argue-{name}")
 
     async def run(self, work: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
