@@ -190,7 +190,7 @@ async def page_events(
 
 
 def _encoded_end(fragments: Fragments) -> bytes:
-    return ServerSentEvent(data=fragments.final_body(), event="end").encode()
+    return fragments.end_message().encode()
 
 
 class Fragments:
@@ -217,7 +217,7 @@ class Fragments:
         if message is None or message.type == "batch":  # a batch shows as its turns start
             return None
         if message.type == "end":
-            return ServerSentEvent(data=self.final_body(), event="end", id=event.id)
+            return self.end_message(event.id)
         if message.type == "status":
             html = self._on_status(message.data)
         elif message.type == "usage":
@@ -233,6 +233,10 @@ class Fragments:
         else:
             html = self._saved_turn(message.data)
         return ServerSentEvent(data=html, event="html", id=event.id)
+
+    def end_message(self, event_id: str | None = None) -> ServerSentEvent:
+        """``end``, carrying the final body (with the hub event's id, when there is one)."""
+        return ServerSentEvent(data=self.final_body(), event="end", id=event_id)
 
     def final_body(self) -> str:
         """The whole debate body from the database, swapped in for the live one."""
