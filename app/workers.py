@@ -35,7 +35,7 @@ from procrastinate import App, JobContext, RetryStrategy
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
-from app import leases
+from app import collector, leases
 from app.bus import EventBus, bus_from_settings
 from app.config import Settings
 from app.db import get_engine, session_scope
@@ -378,7 +378,8 @@ async def serve(settings: Settings, *, concurrency: int, name: str) -> None:
         concurrency,
         settings.worker_takeover_seconds,
     )
-    async with queue_app.open_async():
+    # Its streams are live too: the collector's pauses are kept as short as the server's.
+    async with collector.pauses_kept_short(), queue_app.open_async():
         sweeper = asyncio.create_task(sweep_stalled(queue_app, timing), name="sweep-stalled")
         try:
             await queue_app.run_worker_async(

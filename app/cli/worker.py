@@ -27,8 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-
+    from app import event_loop
     from app.config import get_settings
     from app.debate_queue import QueueUnavailable, require_postgresql
     from app.workers import serve, worker_name
@@ -57,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
             "themselves and enqueue nothing for this worker"
         )
     try:
-        asyncio.run(serve(settings, concurrency=concurrency, name=args.name or worker_name()))
+        event_loop.run(serve(settings, concurrency=concurrency, name=args.name or worker_name()))
     except QueueUnavailable as error:
         print(f"argue worker: {error}", file=sys.stderr)
         return 2

@@ -40,7 +40,7 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from app import collector
+from app import collector, event_loop
 from app.config import Settings
 from app.providers.base import (
     ErrorKind,
@@ -454,12 +454,7 @@ def main() -> None:
     # and closes this process's stdin, which is its signal to stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(_serve_parent())
-    else:
-        uvloop.run(_serve_parent())
+    event_loop.run(_serve_parent())
 
 
 if __name__ == "__main__":
