@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import re
@@ -62,7 +63,7 @@ from typing import Any, TypeVar
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import BusyLoadingError, RedisError
+from redis.exceptions import BusyLoadingError, NoScriptError, RedisError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import KeyT, StreamIdT
@@ -233,7 +234,7 @@ class RedisBus:
             socket_timeout=READ_BLOCK_MS / 1000 + 5.0,
             health_check_interval=30,
         )
-        self._publish_script = self._redis.register_script(_PUBLISH)
+        self._publish_sha = hashlib.sha1(_PUBLISH.encode()).hexdigest()
         self._prefix = key_prefix
         self._max_length = max_length
         self._keep_ended = keep_ended_seconds
@@ -326,20 +327,31 @@ class RedisBus:
         self._written.set()
 
     async def _send(self, batch: list[_Outgoing]) -> None:
+        """One round trip for the whole batch: ``EVALSHA`` of the publishing script, which
+        the server loads only when it does not know it (first use, or a restart). A
+        pipeline of registered scripts would ask ``SCRIPT EXISTS`` first, a second round
+        trip for every batch. A batch sent again after ``NOSCRIPT`` writes nothing twice:
+        the script skips what this writer already wrote."""
+        try:
+            await self._send_once(batch)
+        except NoScriptError:
+            await self._redis.script_load(_PUBLISH)
+            await self._send_once(batch)
+
+    async def _send_once(self, batch: list[_Outgoing]) -> None:
         async with self._redis.pipeline(transaction=False) as pipe:
             for item in batch:
-                await self._publish_script(
-                    keys=self._keys(item.debate_id),
-                    args=[
-                        self._max_length,
-                        item.type,
-                        item.payload,
-                        item.turn_key,
-                        self._writer_id,
-                        item.counter,
-                        self._keep_ended,
-                    ],
-                    client=pipe,
+                pipe.evalsha(
+                    self._publish_sha,
+                    3,
+                    *self._keys(item.debate_id),
+                    self._max_length,
+                    item.type,
+                    item.payload,
+                    item.turn_key,
+                    self._writer_id,
+                    item.counter,
+                    self._keep_ended,
                 )
             await pipe.execute()
 

@@ -1,0 +1,68 @@
+"""How the Redis bus writes: one round trip per batch of events (``EVALSHA`` of its script,
+no ``SCRIPT EXISTS`` before each batch), and a server that has forgotten the script
+(restarted, or ``SCRIPT FLUSH``) is given it again, with no event lost or written twice."""
+
+from __future__ import annotations
+
+import redis
+
+from app.redis_bus import RedisBus
+from tests.bus.conftest import ThrowawayRedis
+
+DEBATE = "d-publishing"
+
+
+def command_calls(client: redis.Redis, *, succeeded: bool = False) -> dict[str, int]:
+    """Calls of each command the server has run (those that did not fail, if asked)."""
+    stats = client.info("commandstats")
+    return {
+        name.removeprefix("cmdstat_"): int(stat["calls"])
+        - (int(stat["failed_calls"]) if succeeded else 0)
+        for name, stat in stats.items()
+    }
+
+
+def stream_types(client: redis.Redis, bus: RedisBus) -> list[str]:
+    return [fields[b"type"].decode() for _, fields in client.xrange(bus.stream_key(DEBATE))]
+
+
+async def test_a_batch_of_events_goes_out_without_asking_whether_the_script_exists(
+    throwaway_redis: ThrowawayRedis,
+) -> None:
+    bus = RedisBus(throwaway_redis.url, key_prefix="t:")
+    client = redis.Redis.from_url(throwaway_redis.url)
+    try:
+        for round_ in range(5):
+            for number in range(20):
+                bus.publish(DEBATE, "delta", {"key": "k", "text": f"{round_}.{number}"})
+            await bus.flush()
+        calls = command_calls(client)
+        assert "script|exists" not in calls
+        assert calls.get("script|load") == 1  # the first batch taught the server the script
+        # Only the first batch went out twice: before and after the server had the script.
+        assert command_calls(client, succeeded=True).get("evalsha") == 100
+        assert calls.get("evalsha") == 100 + 20
+        assert len(stream_types(client, bus)) == 100
+    finally:
+        await bus.aclose()
+        client.close()
+
+
+async def test_a_server_that_forgot_the_script_is_given_it_again_and_nothing_is_doubled(
+    throwaway_redis: ThrowawayRedis,
+) -> None:
+    bus = RedisBus(throwaway_redis.url, key_prefix="t:")
+    client = redis.Redis.from_url(throwaway_redis.url)
+    try:
+        bus.publish(DEBATE, "turn_started", {"key": "k"})
+        await bus.flush()
+        client.script_flush()
+        for number in range(10):
+            bus.publish(DEBATE, "delta", {"key": "k", "text": str(number)})
+        bus.publish(DEBATE, "turn_completed", {"key": "k"})
+        await bus.flush()
+        assert stream_types(client, bus) == ["turn_started"] + ["delta"] * 10 + ["turn_completed"]
+        assert command_calls(client).get("script|load") == 2
+    finally:
+        await bus.aclose()
+        client.close()
