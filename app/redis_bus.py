@@ -34,12 +34,15 @@ one ``XREAD BLOCK`` over all their streams, and hands each new event to every lo
 subscriber of its debate through a bounded queue; one that falls behind is dropped and
 resumes from its last id, as with the in-memory hub. One read for all, not one per debate:
 at fifty debates a read per debate was a round trip per debate for every window of live
-text, a fifth of a web node's CPU. A debate joined while that read waits is added by a
-write to this process's own wake stream (``<prefix>wake:<bus id>``, also in the read), so
-the read returns at once and the next one includes it. The reader outlives a lost
-connection: it retries from each debate's last id. If the server lost its data meanwhile
-(restarted without persistence), it goes on with what is written next; only the live text of
-turns already under way is missing until they end.
+text, a fifth of a web node's CPU. A read that found events is followed by the next only
+``READ_SPACING_SECONDS`` (10 ms) after it began, so that one read brings every debate's
+events of that interval: back to back, with live text arriving from many debates at
+different instants, nearly every read brought one event. A debate joined while that read
+waits is added by a write to this process's own wake stream (``<prefix>wake:<bus id>``,
+also in the read), so the read returns at once and the next one includes it. The reader
+outlives a lost connection: it retries from each debate's last id. If the server lost its
+data meanwhile (restarted without persistence), it goes on with what is written next; only
+the live text of turns already under way is missing until they end.
 
 Needs Redis 6.2 or later (exclusive ranges in ``XRANGE``), one server (not Redis Cluster: the
 read spans the streams of many debates).
@@ -93,6 +96,11 @@ FROM_START = "0-0"
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError)
 
 READ_BLOCK_MS = 1000
+# A read that found events is followed by the next no sooner than this after it began: with
+# live text arriving from many debates at different instants, back-to-back reads would
+# return one event each, a round trip per event. Spaced, one read brings every debate's
+# events of the interval, for at most this much more delay.
+READ_SPACING_SECONDS = 0.01
 READ_COUNT = 500
 # The wake stream keeps a few entries, and is gone this long after its process last woke.
 WAKE_MAX_LENGTH = 16
@@ -223,6 +231,7 @@ class RedisBus:
         keep_ended_seconds: int = 3600,
         queue_size: int = 2000,
         buffer_limit: int = 50_000,
+        read_spacing: float = READ_SPACING_SECONDS,
     ) -> None:
         # Retries are this module's own (from the last id, with backoff); the client's one
         # immediate retry only replaces a pooled connection the server has closed.
@@ -240,6 +249,7 @@ class RedisBus:
         self._keep_ended = keep_ended_seconds
         self._queue_size = queue_size
         self._buffer_limit = buffer_limit
+        self._read_spacing = read_spacing
         self._writer_id = secrets.token_hex(8)
         self._counter = 0
         self._outbox: deque[_Outgoing] = deque()
@@ -520,6 +530,7 @@ class RedisBus:
         """Every watched debate's new events, in one ``XREAD`` after another, until none is
         watched. The read lists the debates it was sent with; its reply goes to those."""
         outage = _Outage("watching debates")
+        loop = asyncio.get_running_loop()
         try:
             while True:
                 for debate_id in [d for d, r in self._readers.items() if not r.subscribers]:
@@ -531,6 +542,7 @@ class RedisBus:
                     self.stream_key(d): reader.cursor for d, reader in asked.items()
                 }
                 streams[self._wake_key] = self._wake_cursor
+                began = loop.time()
                 try:
                     reply: Any = await self._redis.xread(
                         streams, count=READ_COUNT, block=READ_BLOCK_MS
@@ -540,6 +552,8 @@ class RedisBus:
                     continue
                 outage.over()
                 self._hand_out_read(asked, reply or [])
+                if reply:
+                    await asyncio.sleep(began + self._read_spacing - loop.time())
         finally:
             self._reading = None
             for reader in self._readers.values():

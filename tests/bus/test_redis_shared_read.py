@@ -13,7 +13,7 @@ import redis.asyncio
 from app import redis_bus
 from app.events import Event
 from app.redis_bus import RedisBus
-from tests.bus.conftest import REDIS_URL, until
+from tests.bus.conftest import REDIS_URL, ThrowawayRedis, until
 
 WAIT = 10.0
 
@@ -111,3 +111,56 @@ async def test_the_read_stops_when_no_debate_is_watched_and_starts_again_on_the_
             await until(lambda: not bus.reading)
     finally:
         await bus.aclose()
+
+
+async def test_reads_that_find_events_are_spaced_so_a_read_brings_many(
+    throwaway_redis: ThrowawayRedis,
+) -> None:
+    """Twenty-five events a twentieth of a second apart, read with 0.2 s between reads: a
+    handful of reads bring all of them, in order, instead of a read each."""
+    watcher = RedisBus(throwaway_redis.url, key_prefix="t:", read_spacing=0.2)
+    writer = RedisBus(throwaway_redis.url, key_prefix="t:")
+    client = redis.asyncio.Redis.from_url(throwaway_redis.url, decode_responses=True)
+    try:
+        async with AsyncExitStack() as stack:
+            writer.publish("d", "status", {"status": "running"})
+            await writer.flush()
+            events = await watch(stack, watcher, "d")
+            assert (await next_event(events)).type == "status"
+            reads_before = await xread_calls(client)
+            for number in range(25):
+                writer.publish("d", "delta", {"key": "k", "text": str(number)})
+                await asyncio.sleep(0.02)
+            texts = [(await next_event(events)).data["text"] for _ in range(25)]
+            assert texts == [str(number) for number in range(25)]
+            assert await xread_calls(client) - reads_before <= 6
+    finally:
+        await watcher.aclose()
+        await writer.aclose()
+        await client.aclose()
+
+
+async def test_an_event_after_a_quiet_spell_is_read_at_once_not_after_the_spacing(
+    throwaway_redis: ThrowawayRedis,
+) -> None:
+    watcher = RedisBus(throwaway_redis.url, key_prefix="t:", read_spacing=2.0)
+    writer = RedisBus(throwaway_redis.url, key_prefix="t:")
+    try:
+        async with AsyncExitStack() as stack:
+            writer.publish("d", "status", {"status": "running"})
+            await writer.flush()
+            events = await watch(stack, watcher, "d")
+            assert (await next_event(events)).type == "status"
+            await asyncio.sleep(2.2)  # the spacing after the read that found the status is over
+            writer.publish("d", "delta", {"key": "k", "text": "late"})
+            published = asyncio.get_running_loop().time()
+            assert (await next_event(events)).data["text"] == "late"
+            assert asyncio.get_running_loop().time() - published < 1.0
+    finally:
+        await watcher.aclose()
+        await writer.aclose()
+
+
+async def xread_calls(client: redis.asyncio.Redis) -> int:
+    stats = await client.info("commandstats")
+    return int(stats.get("cmdstat_xread", {}).get("calls", 0))
