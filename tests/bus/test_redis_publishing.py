@@ -4,6 +4,9 @@ no ``SCRIPT EXISTS`` before each batch), and a server that has forgotten the scr
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
+import pytest
 import redis
 
 from app.redis_bus import RedisBus
@@ -26,43 +29,47 @@ def stream_types(client: redis.Redis, bus: RedisBus) -> list[str]:
     return [fields[b"type"].decode() for _, fields in client.xrange(bus.stream_key(DEBATE))]
 
 
-async def test_a_batch_of_events_goes_out_without_asking_whether_the_script_exists(
+@pytest.fixture
+async def bus_and_client(
     throwaway_redis: ThrowawayRedis,
-) -> None:
+) -> AsyncIterator[tuple[RedisBus, redis.Redis]]:
+    """A bus on a Redis server of the test's own, and a client to look at what it wrote."""
     bus = RedisBus(throwaway_redis.url, key_prefix="t:")
     client = redis.Redis.from_url(throwaway_redis.url)
     try:
-        for round_ in range(5):
-            for number in range(20):
-                bus.publish(DEBATE, "delta", {"key": "k", "text": f"{round_}.{number}"})
-            await bus.flush()
-        calls = command_calls(client)
-        assert "script|exists" not in calls
-        assert calls.get("script|load") == 1  # the first batch taught the server the script
-        # Only the first batch went out twice: before and after the server had the script.
-        assert command_calls(client, succeeded=True).get("evalsha") == 100
-        assert calls.get("evalsha") == 100 + 20
-        assert len(stream_types(client, bus)) == 100
+        yield bus, client
     finally:
         await bus.aclose()
         client.close()
+
+
+async def test_a_batch_of_events_goes_out_without_asking_whether_the_script_exists(
+    bus_and_client: tuple[RedisBus, redis.Redis],
+) -> None:
+    bus, client = bus_and_client
+    for round_ in range(5):
+        for number in range(20):
+            bus.publish(DEBATE, "delta", {"key": "k", "text": f"{round_}.{number}"})
+        await bus.flush()
+    calls = command_calls(client)
+    assert "script|exists" not in calls
+    assert calls.get("script|load") == 1  # the first batch taught the server the script
+    # Only the first batch went out twice: before and after the server had the script.
+    assert command_calls(client, succeeded=True).get("evalsha") == 100
+    assert calls.get("evalsha") == 100 + 20
+    assert len(stream_types(client, bus)) == 100
 
 
 async def test_a_server_that_forgot_the_script_is_given_it_again_and_nothing_is_doubled(
-    throwaway_redis: ThrowawayRedis,
+    bus_and_client: tuple[RedisBus, redis.Redis],
 ) -> None:
-    bus = RedisBus(throwaway_redis.url, key_prefix="t:")
-    client = redis.Redis.from_url(throwaway_redis.url)
-    try:
-        bus.publish(DEBATE, "turn_started", {"key": "k"})
-        await bus.flush()
-        client.script_flush()
-        for number in range(10):
-            bus.publish(DEBATE, "delta", {"key": "k", "text": str(number)})
-        bus.publish(DEBATE, "turn_completed", {"key": "k"})
-        await bus.flush()
-        assert stream_types(client, bus) == ["turn_started"] + ["delta"] * 10 + ["turn_completed"]
-        assert command_calls(client).get("script|load") == 2
-    finally:
-        await bus.aclose()
-        client.close()
+    bus, client = bus_and_client
+    bus.publish(DEBATE, "turn_started", {"key": "k"})
+    await bus.flush()
+    client.script_flush()
+    for number in range(10):
+        bus.publish(DEBATE, "delta", {"key": "k", "text": str(number)})
+    bus.publish(DEBATE, "turn_completed", {"key": "k"})
+    await bus.flush()
+    assert stream_types(client, bus) == ["turn_started"] + ["delta"] * 10 + ["turn_completed"]
+    assert command_calls(client).get("script|load") == 2

@@ -113,6 +113,18 @@ async def test_the_read_stops_when_no_debate_is_watched_and_starts_again_on_the_
         await bus.aclose()
 
 
+async def watch_running(
+    stack: AsyncExitStack, watcher: RedisBus, writer: RedisBus
+) -> AsyncGenerator[Event, None]:
+    """``watcher``'s subscription to debate ``d``, once the debate's first event, published
+    by ``writer``, has come through it."""
+    writer.publish("d", "status", {"status": "running"})
+    await writer.flush()
+    events = await watch(stack, watcher, "d")
+    assert (await next_event(events)).type == "status"
+    return events
+
+
 async def test_reads_that_find_events_are_spaced_so_a_read_brings_many(
     throwaway_redis: ThrowawayRedis,
 ) -> None:
@@ -123,10 +135,7 @@ async def test_reads_that_find_events_are_spaced_so_a_read_brings_many(
     client = redis.asyncio.Redis.from_url(throwaway_redis.url, decode_responses=True)
     try:
         async with AsyncExitStack() as stack:
-            writer.publish("d", "status", {"status": "running"})
-            await writer.flush()
-            events = await watch(stack, watcher, "d")
-            assert (await next_event(events)).type == "status"
+            events = await watch_running(stack, watcher, writer)
             reads_before = await xread_calls(client)
             for number in range(25):
                 writer.publish("d", "delta", {"key": "k", "text": str(number)})
@@ -147,10 +156,7 @@ async def test_an_event_after_a_quiet_spell_is_read_at_once_not_after_the_spacin
     writer = RedisBus(throwaway_redis.url, key_prefix="t:")
     try:
         async with AsyncExitStack() as stack:
-            writer.publish("d", "status", {"status": "running"})
-            await writer.flush()
-            events = await watch(stack, watcher, "d")
-            assert (await next_event(events)).type == "status"
+            events = await watch_running(stack, watcher, writer)
             await asyncio.sleep(2.2)  # the spacing after the read that found the status is over
             writer.publish("d", "delta", {"key": "k", "text": "late"})
             published = asyncio.get_running_loop().time()
