@@ -1,4 +1,5 @@
-"""How the server keeps Python's garbage collector from pausing live streams.
+"""How the server, its provider worker and ``argue worker`` keep Python's garbage collector
+from pausing live streams.
 
 Hundreds of concurrent streams keep a few hundred thousand container objects alive
 (coroutines, tasks, buffers, the event logs). Every full collection walks all of them: at 200

@@ -243,7 +243,7 @@ class RedisBus:
             socket_timeout=READ_BLOCK_MS / 1000 + 5.0,
             health_check_interval=30,
         )
-        self._publish_sha = hashlib.sha1(_PUBLISH.encode()).hexdigest()
+        self._publish_sha = hashlib.sha1(_PUBLISH.encode(), usedforsecurity=False).hexdigest()
         self._prefix = key_prefix
         self._max_length = max_length
         self._keep_ended = keep_ended_seconds
