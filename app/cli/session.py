@@ -12,7 +12,6 @@ is ticked each second, so the time it shows moves while a slow turn says nothing
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -173,7 +172,10 @@ async def _tick(view: TerminalView) -> None:
 def _install_sigint(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> bool:
     """Route Ctrl-C to ``callback``. Loops offer signal handlers only on Unix and in the main
     thread; elsewhere this says False and Ctrl-C arrives as ``KeyboardInterrupt`` instead."""
-    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+    try:
         loop.add_signal_handler(signal.SIGINT, callback)
-        return True
-    return False
+    except (NotImplementedError, RuntimeError, ValueError):
+        # Windows' loops raise NotImplementedError; a loop outside the main thread raises
+        # RuntimeError or ValueError. Ctrl-C then stays a KeyboardInterrupt.
+        return False
+    return True
