@@ -9,8 +9,10 @@ Two implementations keep the same promises (tests/bus/ runs one contract against
   the Redis server, before or after a restart, and continue exactly where it was.
 
 The promises: ``publish`` never waits and never fails the debate (whatever happens to the
-transport); a subscriber gets the events after its last id, then live ones, with no gap and
-no duplicate, until the debate's terminal event; an id the bus cannot continue from
+transport); a run's terminal event is its last (after it, only the ``status`` a resume
+begins with is published: a second ``end`` is not, whichever process sends it); a subscriber
+gets the events after its last id, then live ones, with no gap and no duplicate, until the
+debate's terminal event; an id the bus cannot continue from
 (malformed, foreign, past the end, or no longer kept) raises ``UnknownEventId`` so the viewer
 reloads; a subscriber that falls behind never slows the publisher (it is paced or dropped,
 and resumes from its last id); ``snapshot`` gives what a page needs to render a running

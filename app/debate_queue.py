@@ -208,22 +208,30 @@ class DebateQueue:
 
     async def cancel(self, debate_id: str) -> bool:
         """Mark the debate cancelled; whichever worker runs it stops within about a second
-        (its keeper reads the status each second). Waits for that, up to a bound. The end
-        event is published here when no live worker holds the debate to publish it."""
+        (its keeper reads the status each second). Waits for that, up to a bound, then ends
+        the debate's stream. Whoever ends it first ends it (the bus writes no second end):
+        the worker, which stops and says so; or this node, when no worker held the debate,
+        when it let go without a word (the cancel came as it started), or when it has not
+        let go by now: dead (killed, its lease not yet run out) or stuck, and the debate's
+        viewers must not wait for it."""
         marked = await asyncio.to_thread(self._mark_cancelled, debate_id)
         if marked is None:
             return False
         held_by_live_worker = marked
-        if not held_by_live_worker:
-            self.bus.publish(debate_id, "end", {"status": DebateStatus.CANCELLED})
-            return True
+        if held_by_live_worker:
+            await self._let_go_within(debate_id, CANCEL_WAIT_SECONDS)
+        self.bus.publish(debate_id, "end", {"status": DebateStatus.CANCELLED})
+        return True
+
+    async def _let_go_within(self, debate_id: str, seconds: float) -> bool:
+        """Whether the debate's lease is released within ``seconds``."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + CANCEL_WAIT_SECONDS
+        deadline = loop.time() + seconds
         while loop.time() < deadline:
             if not await asyncio.to_thread(self._leased, debate_id):
-                break
+                return True
             await asyncio.sleep(0.1)
-        return True
+        return False
 
     def _mark_cancelled(self, debate_id: str) -> bool | None:
         """None if the debate cannot be cancelled; else whether a live lease holds it."""

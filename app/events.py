@@ -38,6 +38,8 @@ from app.event_types import (
 )
 
 TERMINAL_EVENT = "end"
+# What a resumed run publishes first: the only event that may follow a terminal one.
+STATUS_EVENT = "status"
 HOUSEKEEPING_SECONDS = 1.0
 # ``<epoch>-<seq>`` with ASCII digits only (``str.isdigit`` also takes "²" and "١٢٣") and
 # few enough of them for any real log (``int`` refuses thousands of digits).
@@ -180,8 +182,16 @@ class EventHub:
 
     # -- publishing ---------------------------------------------------------------------
 
-    def publish(self, debate_id: str, type: str, data: Mapping[str, Any] | None = None) -> Event:
+    def publish(
+        self, debate_id: str, type: str, data: Mapping[str, Any] | None = None
+    ) -> Event | None:
+        """The event as logged; None when the debate's run has ended and this is not the
+        ``status`` that a resume begins with (a second ``end`` included)."""
         channel = self._channel(debate_id)
+        if channel.ended_at is not None:
+            if type != STATUS_EVENT:
+                return None
+            channel.ended_at = None
         payload = dict(data or {})
         event = Event(len(channel.log) + 1, self.epoch, debate_id, type, payload)
         channel.log.append(event)

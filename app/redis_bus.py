@@ -9,7 +9,14 @@ Keys, per debate (``<prefix>`` is ``ARGUE_REDIS_KEY_PREFIX``):
   ``turn_started``: a process that did not run the debate rebuilds the live turns by reading
   the stream from the oldest of these (``snapshot``).
 - ``<prefix><debate id>:writers``: the last event each bus instance wrote, so a batch sent
-  again after a lost connection writes nothing twice.
+  again after a lost connection writes nothing twice; and ``ended`` once the run's terminal
+  event is written, until the next ``status`` (a resume publishes one first).
+
+A run's terminal event is its last, whichever process sends it first: while ``ended`` is
+set, nothing but a ``status`` is written (a second ``end`` included). Two processes may
+end a run: a web node that cancels a debate whose worker is dead (no one else would end its
+stream), and that worker, had it only been slow; or a worker that finds an ended debate's
+job, in case its last holder died before it could end the stream.
 
 After the terminal event all three expire in ``ARGUE_REDIS_KEEP_ENDED_SECONDS``; any later
 event (a resume) keeps them again. One Lua script does each event's writes, so they happen
@@ -72,6 +79,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import KeyT, StreamIdT
 
 from app.events import (
+    STATUS_EVENT,
     TERMINAL_EVENT,
     Event,
     LiveState,
@@ -122,9 +130,16 @@ if counter <= last then
   return false
 end
 redis.call('HSET', KEYS[3], ARGV[5], ARGV[6])
+local kind = ARGV[2]
+if kind == 'status' then
+  redis.call('HDEL', KEYS[3], 'ended')
+elseif redis.call('HEXISTS', KEYS[3], 'ended') == 1 then
+  return false
+elseif kind == 'end' then
+  redis.call('HSET', KEYS[3], 'ended', '1')
+end
 local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*',
                       'type', ARGV[2], 'data', ARGV[3])
-local kind = ARGV[2]
 if ARGV[4] ~= '' then
   if kind == 'turn_started' then
     redis.call('HSET', KEYS[2], ARGV[4], id)
@@ -303,7 +318,9 @@ class RedisBus:
             )
 
     def _note_ending(self, debate_id: str, type: str) -> None:
-        if type == TERMINAL_EVENT:
+        if type == STATUS_EVENT:
+            self._ended.pop(debate_id, None)
+        elif type == TERMINAL_EVENT:
             self._ended[debate_id] = None
             self._ended.move_to_end(debate_id)
             while len(self._ended) > REMEMBERED_ENDINGS:

@@ -35,7 +35,7 @@ from procrastinate import App, JobContext, RetryStrategy
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
-from app import collector, leases
+from app import collector, leases, store
 from app.bus import EventBus, bus_from_settings
 from app.config import Settings
 from app.db import get_engine, session_scope
@@ -199,6 +199,7 @@ class DebateWorker:
                     debate_id,
                     result.status or "deleted",
                 )
+                await self._end_stream(debate_id)
                 return None
             if not waiting:
                 log.info(
@@ -209,6 +210,27 @@ class DebateWorker:
                 )
                 waiting = True
             await asyncio.sleep(min(max(result.seconds_left, 0.05), self.timing.renew_seconds))
+
+    async def _end_stream(self, debate_id: str) -> None:
+        """End an ended debate's stream, in case whoever ended the debate could not: a
+        worker killed between saving the end and publishing it, or a cancel that found its
+        worker dead. Where the stream has its end already, the bus writes no second one."""
+        try:
+            ending = await asyncio.to_thread(self._ending, debate_id)
+        except SQLAlchemyError as error:
+            log.warning("debate %s: its end not read, so not announced: %s", debate_id, error)
+            return
+        if ending is not None:
+            status, reason = ending
+            self.bus.publish(debate_id, "end", {"status": status, "reason": reason})
+
+    def _ending(self, debate_id: str) -> tuple[DebateStatus, str | None] | None:
+        """The debate's final status and its reason; None unless it has ended."""
+        with session_scope(self.engine) as session:
+            debate = store.get_debate(session, debate_id=debate_id)
+            if debate is None or not DebateStatus(debate.status).is_ended:
+                return None
+            return DebateStatus(debate.status), debate.status_reason
 
     def _take_once(self, debate_id: str, holder: str) -> Lease | leases.Refused:
         with session_scope(self.engine) as session:
@@ -289,8 +311,6 @@ class DebateWorker:
         return DebateStatus.FAILED
 
     def _record_failure(self, fence: Fence, reason: str) -> None:
-        from app import store
-
         with session_scope(self.engine) as session:
             fence.check(session)
             store.finish_debate(

@@ -273,6 +273,25 @@ async def test_a_resumed_debate_goes_on_after_its_end(make_bus: BusFactory) -> N
     assert bus.has_ended("d1")
 
 
+async def test_nothing_but_a_resume_follows_a_runs_end(make_bus: BusFactory) -> None:
+    bus = make_bus()
+    first_run = debate_events(turns=1)
+    publish_all(bus, "d1", first_run)
+    # A second end (a cancel that ends the stream too) and stray text come to nothing.
+    bus.publish("d1", "end", {"status": "cancelled"})
+    bus.publish("d1", "delta", {"key": "r1.opening.seat0", "text": "late "})
+    await written(bus)
+    ended = await collect(bus, "d1")
+    assert content(ended) == first_run
+    assert bus.has_ended("d1")
+    # A resume begins with a status: its run goes on, up to its own end, and only one.
+    second_run = [("status", {"status": "queued"}), *debate_events(turns=1)]
+    publish_all(bus, "d1", second_run)
+    bus.publish("d1", "end", {"status": "failed"})
+    await written(bus)
+    assert content(await collect(bus, "d1", last_event_id=ended[-1].id)) == second_run
+
+
 # -- Redis only: every process continues every stream ---------------------------------------
 
 
@@ -304,6 +323,25 @@ async def test_another_process_serves_the_stream_and_resumes_from_an_id_of_the_f
     # A restarted process (a new bus) continues just as well.
     restarted = make_redis_bus()
     assert await collect(restarted, "d1", last_event_id=everything[5].id) == everything[6:]
+
+
+async def test_two_processes_ending_the_same_run_write_one_end(
+    make_redis_bus: Callable[..., RedisBus],
+) -> None:
+    worker, web_node = make_redis_bus(), make_redis_bus()
+    run = debate_events(turns=1)
+    publish_all(worker, "d1", run[:-1])
+    await written(worker)
+    web_node.publish("d1", "end", {"status": "cancelled"})  # the worker seemed dead
+    await written(web_node)
+    worker.publish("d1", "delta", {"key": "r1.opening.seat0", "text": "late "})
+    worker.publish("d1", "end", {"status": "cancelled"})  # it was only slow
+    await written(worker)
+    everything = await collect(make_redis_bus(), "d1")
+    assert content(everything) == [*run[:-1], ("end", {"status": "cancelled"})]
+    # The stream still expires after its end, as a stream ended once does.
+    stream_ttl = redis.Redis.from_url(REDIS_URL).ttl(worker.stream_key("d1"))
+    assert stream_ttl > 0
 
 
 async def test_an_id_of_another_debates_stream_means_reload(

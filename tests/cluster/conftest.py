@@ -26,7 +26,10 @@ from app.config import PROJECT_ROOT, Settings
 from app.db import make_engine
 from app.debate_queue import ensure_queue_tables
 from app.web.app import create_app
-from tests.bus.conftest import redis_prefix  # noqa: F401  (a fixture: Redis keys of a test)
+from tests.bus.conftest import (
+    REDIS_URL,
+    redis_prefix,  # noqa: F401  (a fixture: Redis keys of a test)
+)
 from tests.conftest import fake_settings
 from tests.databases import HOW_TO_START, PostgresUnavailable, ThrowawayDatabase, create_database
 from tests.fakes.llm_server import FakeLLMServer
@@ -97,6 +100,28 @@ def web_node(
     yield make
     for client in clients:
         client.__exit__(None, None, None)
+
+
+@pytest.fixture
+def node_env(
+    fake_llm: FakeLLMServer,
+    tmp_path: Path,
+    database_url: str,
+    redis_prefix: str,  # noqa: F811  (the fixture imported above)
+) -> dict[str, str]:
+    """The environment of an ``argue serve`` node of a cluster: workers mode on the shared
+    database, live events through Redis under the test's own key prefix."""
+    env = fake_provider_env(fake_llm, tmp_path / "home")
+    env.update(
+        {
+            "ARGUE_DATABASE_URL": database_url,
+            "ARGUE_REDIS_URL": REDIS_URL,
+            "ARGUE_REDIS_KEY_PREFIX": redis_prefix,
+            "ARGUE_RUN_DEBATES": "workers",
+            "ARGUE_WORKER_TAKEOVER_SECONDS": str(TAKEOVER_SECONDS),
+        }
+    )
+    return env
 
 
 @dataclass

@@ -30,29 +30,11 @@ from tests.cluster.conftest import (
     wait_until,
 )
 from tests.fakes.llm_server import FakeLLMServer
-from tests.reliability.server_process import ServerProcess, fake_provider_env
+from tests.reliability.server_process import ServerProcess
 from tests.web.sse import Message, parse_lines
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 DEBATES = 12
 TOKEN_DELAY = 0.12  # each fake reply is about a dozen tokens: a turn takes ~1.5 s
-
-
-@pytest.fixture
-def node_env(
-    fake_llm: FakeLLMServer, tmp_path: Path, database_url: str, redis_prefix: str
-) -> dict[str, str]:
-    env = fake_provider_env(fake_llm, tmp_path / "home")
-    env.update(
-        {
-            "ARGUE_DATABASE_URL": database_url,
-            "ARGUE_REDIS_URL": REDIS_URL,
-            "ARGUE_REDIS_KEY_PREFIX": redis_prefix,
-            "ARGUE_RUN_DEBATES": "workers",
-            "ARGUE_WORKER_TAKEOVER_SECONDS": str(TAKEOVER_SECONDS),
-        }
-    )
-    return env
 
 
 @pytest.fixture
@@ -182,13 +164,15 @@ def test_two_nodes_and_two_workers_carry_twelve_debates_through_a_killed_worker(
 
     # One debate is cancelled through node B (one the survivor runs, so the cancel is proven
     # to reach a live worker); it stops within 2 s.
-    cancelled = next(i for i in ids if i not in taken_from_doomed)
+    def running_on_survivor() -> str | None:
+        for i in ids:
+            row = debate_row(pg_engine, i)
+            if row["status"] == "running" and (row["lease_holder"] or "").startswith("worker-b"):
+                return i
+        return None
+
     with httpx.Client(base_url=node_b.url, timeout=10.0) as api_b:
-        wait_until(
-            lambda: debate_row(pg_engine, cancelled)["status"] == "running",
-            timeout=60,
-            what="the debate to cancel to run",
-        )
+        cancelled = wait_until(running_on_survivor, timeout=60, what="a debate on worker-b")
         response = api_b.post(f"/api/debates/{cancelled}/cancel")
         assert response.status_code == 200, response.text
         asked = time.monotonic()

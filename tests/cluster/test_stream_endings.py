@@ -1,0 +1,169 @@
+"""Every debate's stream ends, once, even when the worker that should end it cannot.
+
+- A debate cancelled while its worker lies dead (killed, its lease not yet run out): the web
+  node that took the cancel ends the stream, so its viewers are not left watching a debate
+  that stopped; the worker that later finds the debate's job sees it cancelled, and the
+  stream still has one end.
+- A debate that ended without its stream ending (its worker killed between saving the end
+  and publishing it): the next worker to get its job ends the stream, saying how it ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+from fastapi.testclient import TestClient
+from sqlalchemy.engine import Engine
+
+from app import store
+from app.db import make_engine, session_scope
+from app.debate_queue import CANCEL_WAIT_SECONDS
+from app.events import Event, EventHub
+from app.status import DebateStatus
+from app.workers import DebateWorker, WorkerTiming
+from tests.bus.conftest import REDIS_URL
+from tests.cluster.conftest import (
+    TAKEOVER_SECONDS,
+    WorkerProcess,
+    debate_row,
+    queue_jobs,
+    wait_until,
+    workers_settings,
+)
+from tests.cluster.test_workers import start_duel
+from tests.fakes.llm_server import FakeLLMServer
+from tests.reliability.server_process import ServerProcess
+from tests.web.conftest import http_providers
+from tests.web.sse import Message, parse_lines
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+def node(node_env: dict[str, str], tmp_path: Path) -> Iterator[ServerProcess]:
+    server = ServerProcess(env=dict(node_env), log_path=tmp_path / "node.log")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def follow(url: str, messages: list[Message]) -> None:
+    """A viewer of the debate's JSON event stream, to its end (or the read timeout)."""
+    with (
+        httpx.Client(timeout=httpx.Timeout(5.0, read=60.0)) as client,
+        client.stream("GET", url) as response,
+    ):
+        for message in parse_lines(response.iter_lines()):
+            messages.append(message)
+            if message.event == "end":
+                return
+
+
+def test_a_debate_cancelled_while_its_worker_is_dead_ends_for_its_viewers_once(
+    node: ServerProcess,
+    node_env: dict[str, str],
+    workers: Callable[..., WorkerProcess],
+    fake_llm: FakeLLMServer,
+    pg_engine: Engine,
+) -> None:
+    fake_llm.set_default_token_delay(0.3)  # a turn streams for several seconds
+    shared = {key: value for key, value in node_env.items() if key.startswith("ARGUE_REDIS")}
+    doomed = workers("doomed", env=shared)
+    with httpx.Client(base_url=node.url, timeout=10.0) as api:
+        response = api.post("/api/debates", json={"topic": "Tabs or spaces", "rounds": 2})
+        assert response.status_code == 201, response.text
+        debate_id = response.json()["id"]
+        messages: list[Message] = []
+        viewer = threading.Thread(
+            target=follow,
+            args=(f"{node.url}/api/debates/{debate_id}/events", messages),
+            daemon=True,
+        )
+        viewer.start()
+        wait_until(lambda: any(m.event == "delta" for m in messages), timeout=60, what="live text")
+        doomed.kill()
+        assert debate_row(pg_engine, debate_id)["lease_holder"].startswith("doomed")
+
+        asked = time.monotonic()
+        cancel = api.post(f"/api/debates/{debate_id}/cancel")
+        assert cancel.status_code == 200, cancel.text
+        viewer.join(timeout=CANCEL_WAIT_SECONDS + 10)
+        ended_after = time.monotonic() - asked
+
+    assert not viewer.is_alive(), "the viewer is still waiting for the end"
+    assert messages[-1].event == "end"
+    assert messages[-1].json()["status"] == "cancelled"
+    assert ended_after <= CANCEL_WAIT_SECONDS + 5
+    assert debate_row(pg_engine, debate_id)["status"] == "cancelled"
+
+    # The job goes back to the queue once the dead worker is noticed; the next worker finds
+    # the debate cancelled and runs nothing. The stream has its one end.
+    heir = workers("heir", env=shared)
+    heir.wait_for_log(f"gave up debate {debate_id}", timeout=TAKEOVER_SECONDS * 3 + 10)
+    assert "it is cancelled" in heir.log_text()
+    stream = f"{node_env['ARGUE_REDIS_KEY_PREFIX']}{debate_id}"
+    with redis.Redis.from_url(REDIS_URL, decode_responses=True) as client:
+        types = [fields["type"] for _, fields in client.xrange(stream)]
+    assert types.count("end") == 1
+    assert types[-1] == "end"
+
+
+def test_a_worker_that_gets_an_ended_debates_job_ends_its_stream(
+    web_node: Callable[[], TestClient],
+    fake_llm: FakeLLMServer,
+    tmp_path: Path,
+    database_url: str,
+    pg_engine: Engine,
+) -> None:
+    client = web_node()
+    debate_id = start_duel(client)
+    [job] = queue_jobs(pg_engine)
+    settings = workers_settings(fake_llm, tmp_path / "home", database_url)
+    reason = "internal error: the worker that ran it died before it said so"
+
+    async def deliver_twice() -> tuple[list[str], list[Event]]:
+        engine = make_engine(database_url, pool_size=2)
+        # The debate failed, saved as such, and nothing told its stream.
+        with session_scope(engine) as session:
+            store.finish_debate(
+                session,
+                debate_id=debate_id,
+                status=DebateStatus.FAILED,
+                outcome=None,
+                reason=reason,
+            )
+        hub = EventHub()
+        worker = DebateWorker(
+            engine=engine,
+            bus=hub,
+            providers=http_providers(settings),
+            settings=settings,
+            name="heir",
+            timing=WorkerTiming.from_settings(settings),
+        )
+        try:
+            outcomes = [
+                await worker.run_job(job_id=job["id"], debate_id=debate_id) for _ in range(2)
+            ]
+            batches = hub.subscribe_batches(debate_id)
+            events = await anext(batches)
+            await batches.aclose()
+            return outcomes, events
+        finally:
+            engine.dispose()
+
+    outcomes, events = asyncio.run(deliver_twice())
+    assert outcomes == ["skipped", "skipped"]
+    assert [(event.type, event.data) for event in events] == [
+        ("end", {"status": "failed", "reason": reason})
+    ]
+    assert fake_llm.requests == []
