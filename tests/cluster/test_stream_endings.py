@@ -1,16 +1,12 @@
-"""Every debate's stream ends, once, even when the worker that should end it cannot.
-
-- A debate cancelled while its worker lies dead (killed, its lease not yet run out): the web
-  node that took the cancel ends the stream, so its viewers are not left watching a debate
-  that stopped; the worker that later finds the debate's job sees it cancelled, and the
-  stream still has one end.
-- A debate that ended without its stream ending (its worker killed between saving the end
-  and publishing it): the next worker to get its job ends the stream, saying how it ended.
+"""A debate cancelled while its worker lies dead (killed, its lease not yet run out) still
+ends for its viewers: the web node that took the cancel ends the stream, so they are not
+left watching a debate that stopped; the worker that later finds the debate's job sees it
+cancelled, and the stream still has one end. (A worker that gets an ended debate's job ends
+its stream: ``test_worker_end``.)
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,28 +15,18 @@ from pathlib import Path
 import httpx
 import pytest
 import redis
-from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
-from app import store
-from app.db import make_engine, session_scope
 from app.debate_queue import CANCEL_WAIT_SECONDS
-from app.events import Event, EventHub
-from app.status import DebateStatus
-from app.workers import DebateWorker, WorkerTiming
 from tests.bus.conftest import REDIS_URL
 from tests.cluster.conftest import (
     TAKEOVER_SECONDS,
     WorkerProcess,
     debate_row,
-    queue_jobs,
     wait_until,
-    workers_settings,
 )
-from tests.cluster.test_workers import start_duel
 from tests.fakes.llm_server import FakeLLMServer
 from tests.reliability.server_process import ServerProcess
-from tests.web.conftest import http_providers
 from tests.web.sse import Message, parse_lines
 
 pytestmark = pytest.mark.timeout(180)
@@ -115,55 +101,3 @@ def test_a_debate_cancelled_while_its_worker_is_dead_ends_for_its_viewers_once(
         types = [fields["type"] for _, fields in client.xrange(stream)]
     assert types.count("end") == 1
     assert types[-1] == "end"
-
-
-def test_a_worker_that_gets_an_ended_debates_job_ends_its_stream(
-    web_node: Callable[[], TestClient],
-    fake_llm: FakeLLMServer,
-    tmp_path: Path,
-    database_url: str,
-    pg_engine: Engine,
-) -> None:
-    client = web_node()
-    debate_id = start_duel(client)
-    [job] = queue_jobs(pg_engine)
-    settings = workers_settings(fake_llm, tmp_path / "home", database_url)
-    reason = "internal error: the worker that ran it died before it said so"
-
-    async def deliver_twice() -> tuple[list[str], list[Event]]:
-        engine = make_engine(database_url, pool_size=2)
-        # The debate failed, saved as such, and nothing told its stream.
-        with session_scope(engine) as session:
-            store.finish_debate(
-                session,
-                debate_id=debate_id,
-                status=DebateStatus.FAILED,
-                outcome=None,
-                reason=reason,
-            )
-        hub = EventHub()
-        worker = DebateWorker(
-            engine=engine,
-            bus=hub,
-            providers=http_providers(settings),
-            settings=settings,
-            name="heir",
-            timing=WorkerTiming.from_settings(settings),
-        )
-        try:
-            outcomes = [
-                await worker.run_job(job_id=job["id"], debate_id=debate_id) for _ in range(2)
-            ]
-            batches = hub.subscribe_batches(debate_id)
-            events = await anext(batches)
-            await batches.aclose()
-            return outcomes, events
-        finally:
-            engine.dispose()
-
-    outcomes, events = asyncio.run(deliver_twice())
-    assert outcomes == ["skipped", "skipped"]
-    assert [(event.type, event.data) for event in events] == [
-        ("end", {"status": "failed", "reason": reason})
-    ]
-    assert fake_llm.requests == []
