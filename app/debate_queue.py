@@ -213,15 +213,21 @@ class DebateQueue:
         the worker, which stops and says so; or this node, when no worker held the debate,
         when it let go without a word (the cancel came as it started), or when it has not
         let go by now: dead (killed, its lease not yet run out) or stuck, and the debate's
-        viewers must not wait for it."""
+        viewers must not wait for it. Not when a resume came meanwhile: the debate goes on."""
         marked = await asyncio.to_thread(self._mark_cancelled, debate_id)
         if marked is None:
             return False
         held_by_live_worker = marked
         if held_by_live_worker:
             await self._let_go_within(debate_id, CANCEL_WAIT_SECONDS)
+            if await asyncio.to_thread(self._status, debate_id) != DebateStatus.CANCELLED:
+                return True
         self.bus.publish(debate_id, "end", {"status": DebateStatus.CANCELLED})
         return True
+
+    def _status(self, debate_id: str) -> DebateStatus | None:
+        with session_scope(self.engine) as session:
+            return store.debate_status(session, debate_id=debate_id)
 
     async def _let_go_within(self, debate_id: str, seconds: float) -> bool:
         """Whether the debate's lease is released within ``seconds``."""
@@ -271,8 +277,7 @@ class DebateQueue:
     async def wait(self, debate_id: str, *, poll_seconds: float = 0.5) -> DebateStatus | None:
         """Until the debate is no longer queued or running; its status."""
         while True:
-            with session_scope(self.engine) as session:
-                status = store.debate_status(session, debate_id=debate_id)
+            status = self._status(debate_id)
             if status is None or not status.is_active:
                 return status
             await asyncio.sleep(poll_seconds)

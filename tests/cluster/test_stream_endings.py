@@ -2,11 +2,14 @@
 ends for its viewers: the web node that took the cancel ends the stream, so they are not
 left watching a debate that stopped; the worker that later finds the debate's job sees it
 cancelled, and the stream still has one end. (A worker that gets an ended debate's job ends
-its stream: ``test_worker_end``.)
+its stream: ``test_worker_end``.) A resume that comes while that node waits for the worker
+is not cut short by the cancel's end.
 """
 
 from __future__ import annotations
 
+import json
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -101,3 +104,57 @@ def test_a_debate_cancelled_while_its_worker_is_dead_ends_for_its_viewers_once(
         types = [fields["type"] for _, fields in client.xrange(stream)]
     assert types.count("end") == 1
     assert types[-1] == "end"
+
+
+def test_a_resume_that_comes_while_a_cancel_waits_for_the_worker_is_not_ended_by_it(
+    node: ServerProcess,
+    node_env: dict[str, str],
+    workers: Callable[..., WorkerProcess],
+    fake_llm: FakeLLMServer,
+    pg_engine: Engine,
+) -> None:
+    fake_llm.set_default_token_delay(0.3)
+    shared = {key: value for key, value in node_env.items() if key.startswith("ARGUE_REDIS")}
+    sleeper = workers("sleeper", env=shared)
+    with httpx.Client(base_url=node.url, timeout=10.0) as api:
+        response = api.post("/api/debates", json={"topic": "Tabs or spaces", "rounds": 2})
+        assert response.status_code == 201, response.text
+        debate_id = response.json()["id"]
+        wait_until(lambda: fake_llm.requests, timeout=60, what="a turn to stream")
+        # Frozen, its worker cannot stop the run: the cancel waits for it, the whole wait.
+        sleeper.signal(signal.SIGSTOP)
+        cancels: list[httpx.Response] = []
+        cancelling = threading.Thread(
+            target=lambda: cancels.append(api.post(f"/api/debates/{debate_id}/cancel")),
+            daemon=True,
+        )
+        cancelling.start()
+        wait_until(
+            lambda: debate_row(pg_engine, debate_id)["status"] == "cancelled",
+            timeout=10,
+            what="the cancel",
+        )
+        resumed = api.post(f"/api/debates/{debate_id}/resume")
+        assert resumed.status_code == 200, resumed.text
+        cancelling.join(timeout=CANCEL_WAIT_SECONDS + 10)
+        assert [cancel.status_code for cancel in cancels] == [200]
+
+    sleeper.signal(signal.SIGCONT)
+    fake_llm.set_default_token_delay(0.0)
+    wait_until(
+        lambda: debate_row(pg_engine, debate_id)["status"] == "completed",
+        timeout=60,
+        what="the resumed debate to complete",
+    )
+    stream = f"{node_env['ARGUE_REDIS_KEY_PREFIX']}{debate_id}"
+    with redis.Redis.from_url(REDIS_URL, decode_responses=True) as client:
+        wait_until(
+            lambda: client.xrevrange(stream, count=1)[0][1]["type"] == "end",
+            timeout=10,
+            what="the stream's end",
+        )
+        entries = [(f["type"], json.loads(f["data"])) for _, f in client.xrange(stream)]
+    # The resume's ``status`` is followed by the resumed run, not by the cancel's end.
+    requeued = entries.index(("status", {"status": "queued"}))
+    endings = [data["status"] for type, data in entries[requeued:] if type == "end"]
+    assert endings == ["completed"], entries[requeued:]
