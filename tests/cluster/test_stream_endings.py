@@ -57,20 +57,37 @@ def follow(url: str, messages: list[Message]) -> None:
                 return
 
 
+@pytest.fixture
+def worker_on_redis(
+    workers: Callable[..., WorkerProcess], node_env: dict[str, str]
+) -> Callable[[str], WorkerProcess]:
+    """Starts an ``argue worker`` publishing to the node's Redis."""
+    shared = {key: value for key, value in node_env.items() if key.startswith("ARGUE_REDIS")}
+    return lambda name: workers(name, env=shared)
+
+
+def start_debate(api: httpx.Client) -> str:
+    response = api.post("/api/debates", json={"topic": "Tabs or spaces", "rounds": 2})
+    assert response.status_code == 201, response.text
+    debate_id: str = response.json()["id"]
+    return debate_id
+
+
+def stream_key(node_env: dict[str, str], debate_id: str) -> str:
+    return f"{node_env['ARGUE_REDIS_KEY_PREFIX']}{debate_id}"
+
+
 def test_a_debate_cancelled_while_its_worker_is_dead_ends_for_its_viewers_once(
     node: ServerProcess,
     node_env: dict[str, str],
-    workers: Callable[..., WorkerProcess],
+    worker_on_redis: Callable[[str], WorkerProcess],
     fake_llm: FakeLLMServer,
     pg_engine: Engine,
 ) -> None:
     fake_llm.set_default_token_delay(0.3)  # a turn streams for several seconds
-    shared = {key: value for key, value in node_env.items() if key.startswith("ARGUE_REDIS")}
-    doomed = workers("doomed", env=shared)
+    doomed = worker_on_redis("doomed")
     with httpx.Client(base_url=node.url, timeout=10.0) as api:
-        response = api.post("/api/debates", json={"topic": "Tabs or spaces", "rounds": 2})
-        assert response.status_code == 201, response.text
-        debate_id = response.json()["id"]
+        debate_id = start_debate(api)
         messages: list[Message] = []
         viewer = threading.Thread(
             target=follow,
@@ -96,10 +113,10 @@ def test_a_debate_cancelled_while_its_worker_is_dead_ends_for_its_viewers_once(
 
     # The job goes back to the queue once the dead worker is noticed; the next worker finds
     # the debate cancelled and runs nothing. The stream has its one end.
-    heir = workers("heir", env=shared)
+    heir = worker_on_redis("heir")
     heir.wait_for_log(f"gave up debate {debate_id}", timeout=TAKEOVER_SECONDS * 3 + 10)
     assert "it is cancelled" in heir.log_text()
-    stream = f"{node_env['ARGUE_REDIS_KEY_PREFIX']}{debate_id}"
+    stream = stream_key(node_env, debate_id)
     with redis.Redis.from_url(REDIS_URL, decode_responses=True) as client:
         types = [fields["type"] for _, fields in client.xrange(stream)]
     assert types.count("end") == 1
@@ -109,17 +126,14 @@ def test_a_debate_cancelled_while_its_worker_is_dead_ends_for_its_viewers_once(
 def test_a_resume_that_comes_while_a_cancel_waits_for_the_worker_is_not_ended_by_it(
     node: ServerProcess,
     node_env: dict[str, str],
-    workers: Callable[..., WorkerProcess],
+    worker_on_redis: Callable[[str], WorkerProcess],
     fake_llm: FakeLLMServer,
     pg_engine: Engine,
 ) -> None:
     fake_llm.set_default_token_delay(0.3)
-    shared = {key: value for key, value in node_env.items() if key.startswith("ARGUE_REDIS")}
-    sleeper = workers("sleeper", env=shared)
+    sleeper = worker_on_redis("sleeper")
     with httpx.Client(base_url=node.url, timeout=10.0) as api:
-        response = api.post("/api/debates", json={"topic": "Tabs or spaces", "rounds": 2})
-        assert response.status_code == 201, response.text
-        debate_id = response.json()["id"]
+        debate_id = start_debate(api)
         wait_until(lambda: fake_llm.requests, timeout=60, what="a turn to stream")
         # Frozen, its worker cannot stop the run: the cancel waits for it, the whole wait.
         sleeper.signal(signal.SIGSTOP)
@@ -146,7 +160,7 @@ def test_a_resume_that_comes_while_a_cancel_waits_for_the_worker_is_not_ended_by
         timeout=60,
         what="the resumed debate to complete",
     )
-    stream = f"{node_env['ARGUE_REDIS_KEY_PREFIX']}{debate_id}"
+    stream = stream_key(node_env, debate_id)
     with redis.Redis.from_url(REDIS_URL, decode_responses=True) as client:
         wait_until(
             lambda: client.xrevrange(stream, count=1)[0][1]["type"] == "end",
