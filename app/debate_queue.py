@@ -219,7 +219,7 @@ class DebateQueue:
             return False
         held_by_live_worker = marked
         if held_by_live_worker:
-            await self._let_go_within(debate_id, CANCEL_WAIT_SECONDS)
+            await self._until_let_go(debate_id, within=CANCEL_WAIT_SECONDS)
             if await asyncio.to_thread(self._status, debate_id) != DebateStatus.CANCELLED:
                 return True
         self.bus.publish(debate_id, "end", {"status": DebateStatus.CANCELLED})
@@ -229,15 +229,14 @@ class DebateQueue:
         with session_scope(self.engine) as session:
             return store.debate_status(session, debate_id=debate_id)
 
-    async def _let_go_within(self, debate_id: str, seconds: float) -> bool:
-        """Whether the debate's lease is released within ``seconds``."""
+    async def _until_let_go(self, debate_id: str, *, within: float) -> None:
+        """Until the debate's lease is released, for at most ``within`` seconds."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + seconds
+        deadline = loop.time() + within
         while loop.time() < deadline:
             if not await asyncio.to_thread(self._leased, debate_id):
-                return True
+                return
             await asyncio.sleep(0.1)
-        return False
 
     def _mark_cancelled(self, debate_id: str) -> bool | None:
         """None if the debate cannot be cancelled; else whether a live lease holds it."""

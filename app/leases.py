@@ -49,10 +49,12 @@ class Lease:
 
 @dataclass(frozen=True)
 class Refused:
-    """Why a debate could not be taken: it is not queued or running (``status``), or a live
-    lease is held on it (``holder``, ending in ``seconds_left``)."""
+    """Why a debate could not be taken: it is not queued or running (``status``, and the
+    ``reason`` saved with it), or a live lease is held on it (``holder``, ending in
+    ``seconds_left``)."""
 
     status: str | None
+    reason: str | None = None
     holder: str | None = None
     seconds_left: float = 0.0
 
@@ -95,6 +97,7 @@ def take(session: Session, *, debate_id: str, holder: str, seconds: float) -> Le
         .execute(
             select(
                 _debates.c.status,
+                _debates.c.status_reason,
                 _debates.c.lease_holder,
                 func.extract("epoch", _debates.c.lease_expires_at - func.now()),
             ).where(_debates.c.id == debate_id)
@@ -103,9 +106,9 @@ def take(session: Session, *, debate_id: str, holder: str, seconds: float) -> Le
     )
     if row is None:
         return Refused(status=None)
-    status, current, left = row
+    status, reason, current, left = row
     if status not in ACTIVE_STATUSES:
-        return Refused(status=status)
+        return Refused(status=status, reason=reason)
     return Refused(status=status, holder=current, seconds_left=max(float(left or 0.0), 0.0))
 
 

@@ -199,7 +199,7 @@ class DebateWorker:
                     debate_id,
                     result.status or "deleted",
                 )
-                await self._end_stream(debate_id)
+                self._end_stream(debate_id, result)
                 return None
             if not waiting:
                 log.info(
@@ -211,26 +211,14 @@ class DebateWorker:
                 waiting = True
             await asyncio.sleep(min(max(result.seconds_left, 0.05), self.timing.renew_seconds))
 
-    async def _end_stream(self, debate_id: str) -> None:
+    def _end_stream(self, debate_id: str, refused: leases.Refused) -> None:
         """End an ended debate's stream, in case whoever ended the debate could not: a
         worker killed between saving the end and publishing it, or a cancel that found its
         worker dead. Where the stream has its end already, the bus writes no second one."""
-        try:
-            ending = await asyncio.to_thread(self._ending, debate_id)
-        except SQLAlchemyError as error:
-            log.warning("debate %s: its end not read, so not announced: %s", debate_id, error)
-            return
-        if ending is not None:
-            status, reason = ending
-            self.bus.publish(debate_id, "end", {"status": status, "reason": reason})
-
-    def _ending(self, debate_id: str) -> tuple[DebateStatus, str | None] | None:
-        """The debate's final status and its reason; None unless it has ended."""
-        with session_scope(self.engine) as session:
-            debate = store.get_debate(session, debate_id=debate_id)
-            if debate is None or not DebateStatus(debate.status).is_ended:
-                return None
-            return DebateStatus(debate.status), debate.status_reason
+        if refused.status is not None and DebateStatus(refused.status).is_ended:
+            self.bus.publish(
+                debate_id, "end", {"status": DebateStatus(refused.status), "reason": refused.reason}
+            )
 
     def _take_once(self, debate_id: str, holder: str) -> Lease | leases.Refused:
         with session_scope(self.engine) as session:
