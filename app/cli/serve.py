@@ -51,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     from app.web.app import create_app
 
     settings = guarded(get_settings(), args.host)
+    if not queue_reachable(settings):
+        return 2
     if not assets_ready(settings):
         return 1
     migrate(get_engine(settings))
@@ -92,6 +94,21 @@ def guarded(settings: Settings, host: str) -> Settings:
     if settings.allowed_hosts:
         return settings
     return settings.model_copy(update={"allowed_hosts": list(LOOPBACK_NAMES)})
+
+
+def queue_reachable(settings: Settings) -> bool:
+    """In workers mode, whether the database can hold the debate queue: said here in one
+    line, before the server starts, rather than as the app's start-up traceback."""
+    if settings.run_debates != "workers":
+        return True
+    from app.debate_queue import QueueUnavailable, require_postgresql
+
+    try:
+        require_postgresql(settings)
+    except QueueUnavailable as error:
+        print(f"argue serve: {error}", file=sys.stderr, flush=True)
+        return False
+    return True
 
 
 def assets_ready(settings: Settings) -> bool:

@@ -1,6 +1,6 @@
 """Workers mode refuses, saying what to set, to start on a database that cannot hold the
-queue (SQLite, the default): ``argue worker`` exits, and a web node in workers mode does not
-start."""
+queue (SQLite, the default): ``argue worker`` and ``argue serve`` exit with a one-line reason,
+and a web app in workers mode does not start."""
 
 from __future__ import annotations
 
@@ -26,6 +26,20 @@ def test_argue_worker_on_sqlite_says_it_needs_postgresql(
     error = capsys.readouterr().err
     assert "need PostgreSQL" in error
     assert "ARGUE_DATABASE_URL=postgresql://" in error
+
+
+def test_argue_serve_in_workers_mode_on_sqlite_says_it_needs_postgresql_without_a_traceback(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ARGUE_RUN_DEBATES", "workers")
+
+    code = main(["serve", "--port", "0"])
+
+    assert code == 2
+    error = capsys.readouterr().err
+    assert error.startswith("argue serve: ARGUE_RUN_DEBATES=workers")
+    assert "ARGUE_DATABASE_URL=postgresql://" in error
+    assert "Traceback" not in error
 
 
 def test_a_web_node_in_workers_mode_on_sqlite_does_not_start(
