@@ -170,9 +170,10 @@ class JobManager:
         return True
 
     def resume(self, debate_id: str) -> bool:
-        """Continue a failed or cancelled debate from its last completed turn."""
+        """Continue a failed or cancelled debate from its last completed turn. Checked under
+        the debate's row lock: two nodes resuming it at once queue it once."""
         with session_scope(self.engine) as session:
-            debate = store.get_debate(session, debate_id=debate_id)
+            debate = store.get_debate(session, debate_id=debate_id, for_update=True)
             if debate is None or not DebateStatus(debate.status).is_resumable:
                 return False
             self._requeue(session, debate_id)
@@ -184,9 +185,10 @@ class JobManager:
         format plans the answers, run like any turns. The question's number (1 for the
         first). Raises ``LookupError`` (no such debate) or ``FollowUpRefused`` (its status
         or budget does not allow it). Checked and queued with no await between, as
-        ``resume`` is, so a question never lands on a debate that is running."""
+        ``resume`` is (under the debate's row lock), so a question never lands on a debate
+        that is running."""
         with session_scope(self.engine) as session:
-            debate = store.get_debate(session, debate_id=debate_id)
+            debate = store.get_debate(session, debate_id=debate_id, for_update=True)
             if debate is None:
                 raise LookupError(f"No debate {debate_id}.")
             spent = money_spent(session, debate, data_dir=self.settings.data_dir)

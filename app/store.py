@@ -135,10 +135,13 @@ def create_debate(
     return debate
 
 
-def get_debate(session: Session, *, debate_id: str) -> Debate | None:
+def get_debate(session: Session, *, debate_id: str, for_update: bool = False) -> Debate | None:
+    """The debate; ``for_update`` locks its row until the transaction ends (PostgreSQL: a
+    web node that checks a status before changing it waits for another node doing the same;
+    SQLite has no row locks and takes one writer at a time)."""
     if not can_be_stored(debate_id):
         return None
-    return session.get(Debate, debate_id)
+    return session.get(Debate, debate_id, with_for_update=for_update)
 
 
 def debate_ids_starting_with(session: Session, *, prefix: str, limit: int) -> list[str]:
