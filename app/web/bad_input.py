@@ -3,7 +3,8 @@
 A body must be plain JSON. Python's reader also takes ``NaN`` and ``Infinity``, turns a number
 no float can hold (``1e999``) into infinity, fails on an integer of thousands of digits and
 on deep nesting; such values could not be written back in an answer. Each is refused here
-with a 422 that names the problem (``PlainJSONRequest``).
+with a 422 that names the problem (``PlainJSONRequest``). A body longer than
+``MAX_JSON_BODY_BYTES`` is not read at all: a 413 that says the limit.
 
 What a refusal repeats of the request is bounded (``validation_response``): at most
 ``MAX_ERRORS_LISTED`` errors, then one item counting the others; each echoed input cut to a
@@ -25,6 +26,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
+from app.debates import MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_FILES
+from app.web.uploads import declared_length
+
+# The largest JSON body read: a new debate's ten context files at their size limit, with
+# room for JSON's escapes (a character written as ``\uXXXX`` takes up to three times its
+# UTF-8 bytes) and the other fields.
+MAX_JSON_BODY_BYTES = 4 * MAX_CONTEXT_FILES * MAX_CONTEXT_FILE_BYTES
 # No field takes a number anywhere near this long; Python refuses past 4,300 digits anyway.
 MAX_INT_DIGITS = 40
 MAX_ERRORS_LISTED = 20
@@ -92,8 +100,36 @@ def parse_json_body(body: bytes) -> Any:
         raise BadJSONBody("Invalid JSON: nested too deeply") from None
 
 
+class BodyTooLarge(HTTPException):
+    """A body longer than ``MAX_JSON_BODY_BYTES``; an ``HTTPException`` for the same reason
+    as ``BadJSONBody``."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            413,
+            f"The request body is larger than {MAX_JSON_BODY_BYTES:,} bytes, the most the "
+            "API reads.",
+        )
+
+
 class PlainJSONRequest(Request):
-    """A request whose ``json()`` is ``parse_json_body``."""
+    """A request whose ``json()`` is ``parse_json_body``, of a body read no further than
+    ``MAX_JSON_BODY_BYTES`` (one declared longer is not read at all)."""
+
+    async def body(self) -> bytes:
+        if not hasattr(self, "_body"):
+            declared = declared_length(self.headers)
+            if declared is not None and declared > MAX_JSON_BODY_BYTES:
+                raise BodyTooLarge
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in self.stream():
+                size += len(chunk)
+                if size > MAX_JSON_BODY_BYTES:
+                    raise BodyTooLarge
+                chunks.append(chunk)
+            self._body = b"".join(chunks)
+        return self._body
 
     async def json(self) -> Any:
         if not hasattr(self, "_plain_json"):

@@ -1,18 +1,24 @@
 """Hostile JSON bodies and headers on the API: numbers that are not JSON (NaN, Infinity), too
 large for a float or too long for an int, deep nesting, odd content types, and bodies built
 to make the answer huge. Each is refused with a small 422 that names the problem, never a 500.
+A body larger than the API reads is a 413 saying the limit, read no further than it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import httpx
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from app.config import Settings
+from app.debates import MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_FILES
+from app.web.bad_input import MAX_JSON_BODY_BYTES
 from tests.security.conftest import TOKEN, running, with_access
 
 JSON = {"content-type": "application/json"}
@@ -155,11 +161,11 @@ def test_two_hundred_thousand_unknown_keys_give_a_small_answer_counting_what_it_
 
 
 def test_an_echoed_input_is_bounded_in_size_and_depth(client: TestClient) -> None:
-    wide = {f"k{i}": "v" * 10_000 for i in range(1_000)}
+    wide = {f"k{i}": "v" * 10_000 for i in range(500)}
     deep: Any = "bottom"
     for _ in range(50):
         deep = {"down": [deep, "x" * 10_000]}
-    for value in (wide, deep, ["y" * 10_000] * 1_000):
+    for value in (wide, deep, ["y" * 10_000] * 500):
         content = json.dumps({"topic": "x", "surprise": value}).encode()
         response = post(client, content)
         assert response.status_code == 422
@@ -180,3 +186,65 @@ def test_a_validation_error_outside_the_api_is_bounded_too(token_client: TestCli
     response = token_client.post("/login", data={"token": "t" * 100_000, "next": "/"})
     assert response.status_code == 422
     assert len(response.content) < 2_000
+
+
+def too_large(response: httpx.Response) -> str:
+    assert response.status_code == 413, response.text[:500]
+    assert response.headers["content-type"].startswith("application/json")
+    detail: str = response.json()["detail"]
+    return detail
+
+
+def test_a_body_declared_larger_than_the_api_reads_is_a_413_saying_the_limit(
+    client: TestClient,
+) -> None:
+    body = json.dumps({"topic": "a" * (MAX_JSON_BODY_BYTES + 1)}).encode()
+
+    response = post(client, body)
+
+    assert too_large(response) == (
+        f"The request body is larger than {MAX_JSON_BODY_BYTES:,} bytes, the most the API reads."
+    )
+    assert client.get("/api/debates").json()["total"] == 0
+
+
+def test_a_streamed_body_is_read_no_further_than_the_limit(app: FastAPI) -> None:
+    chunk = b" " * 65536
+    pulled: list[int] = []
+
+    async def body() -> AsyncIterator[bytes]:
+        yield b'{"topic": "Tabs or spaces?"'
+        while len(pulled) * len(chunk) < 4 * MAX_JSON_BODY_BYTES:
+            pulled.append(len(chunk))
+            yield chunk
+        yield b"}"
+
+    async def send() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+            return await http.post("/api/debates", content=body(), headers=JSON)
+
+    with TestClient(app):  # the app's lifespan runs while the body streams
+        response = asyncio.run(send())
+
+    assert "larger than" in too_large(response)
+    assert sum(pulled) <= MAX_JSON_BODY_BYTES + 2 * len(chunk)
+
+
+def test_ten_context_files_at_their_limit_fit_even_with_every_character_escaped(
+    client: TestClient,
+) -> None:
+    # Python's json.dumps escapes every non-ASCII character: U+1F600 becomes a surrogate pair
+    # of twelve bytes, three times its four in UTF-8.
+    text = "\U0001f600" * (MAX_CONTEXT_FILE_BYTES // 4)
+    request = {
+        "topic": "Tabs or spaces?",
+        "context": [{"name": f"notes{i}.txt", "text": text} for i in range(MAX_CONTEXT_FILES)],
+    }
+    body = json.dumps(request).encode()
+    assert len(body) > 2 * MAX_CONTEXT_FILES * MAX_CONTEXT_FILE_BYTES
+
+    response = post(client, body)
+
+    assert response.status_code == 201, response.text[:500]
+    assert len(response.json()["context"]) == MAX_CONTEXT_FILES
