@@ -114,10 +114,10 @@ class _StallWatch:
     """Whether a stream has been waited on for ``stall_after`` seconds with nothing arriving.
 
     One timer per stream, moved on only when it fires: each event just notes the time. An
-    ``asyncio.timeout`` around each wait armed and cancelled a timer per event, which on a
-    two-core server cost about 9 µs an event (``bench/stall_watch.py``), with one event per
-    token. Only the waits count: time the consumer spends between events does not. When the
-    watch fires during a wait it cancels the waiting task, as ``asyncio.timeout`` does, and
+    ``asyncio.timeout`` around each wait armed and cancelled a timer per event, 6 to 9 µs an
+    event on a two-core server (``python -m bench.stall_watch``), with one event per token.
+    Only the waits count: time the consumer spends between events does not. When the watch
+    fires during a wait it cancels the waiting task, as ``asyncio.timeout`` does, and
     ``withdraw`` takes that cancellation back."""
 
     def __init__(self, stall_after: float) -> None:
