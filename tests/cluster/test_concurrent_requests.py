@@ -5,6 +5,9 @@ doing that at once both saw ``cancelled`` (or ``completed``) and both queued a j
 debate had two runs waiting. The check now holds the debate's row lock: the second node
 waits for the first, then finds the debate queued and refuses.
 
+A delete racing a resume was already safe (it deletes only a debate still not queued, in
+one statement that waits for the row), and stays so.
+
 To make both requests arrive together every time, the test holds the row lock itself while
 they come, and lets go only once both are waiting on it."""
 
@@ -69,6 +72,14 @@ def _until(condition: Callable[[], bool]) -> None:
         time.sleep(0.05)
 
 
+def debate_exists(engine: Engine, debate_id: str) -> bool:
+    with engine.connect() as connection:
+        found = connection.execute(
+            text("SELECT 1 FROM debate WHERE id = :id"), {"id": debate_id}
+        ).first()
+    return found is not None
+
+
 def questions_of(engine: Engine, debate_id: str) -> int:
     with engine.connect() as connection:
         followups = connection.execute(
@@ -130,3 +141,32 @@ def test_two_nodes_asking_a_follow_up_at_once_queue_one_and_refuse_the_other(
     assert "queued" in refused.json()["detail"]
     assert questions_of(pg_engine, debate_id) == 1
     assert len(jobs_of(pg_engine, debate_id)) == len(started_job) + 1
+
+
+def test_a_resume_and_a_delete_at_once_leave_a_queued_debate_or_none(
+    web_node: Callable[[], TestClient], pg_engine: Engine
+) -> None:
+    node_a, node_b = web_node(), web_node()
+    debate_id = start_duel(node_a)
+    assert node_a.post(f"/api/debates/{debate_id}/cancel").status_code == 200
+    jobs_before = jobs_of(pg_engine, debate_id)
+
+    resumed, deleted = at_once(
+        pg_engine,
+        debate_id,
+        [
+            lambda: node_a.post(f"/api/debates/{debate_id}/resume"),
+            lambda: node_b.delete(f"/api/debates/{debate_id}"),
+        ],
+    )
+
+    # Whichever comes first wins, and the other sees what it did: never a job queued for a
+    # debate that is gone, nor a queued debate deleted.
+    if deleted.status_code == 204:
+        assert resumed.status_code in (404, 409), resumed.text
+        assert not debate_exists(pg_engine, debate_id)
+        assert jobs_of(pg_engine, debate_id) == jobs_before
+    else:
+        assert (resumed.status_code, deleted.status_code) == (200, 409), deleted.text
+        assert debate_row(pg_engine, debate_id)["status"] == "queued"
+        assert len(jobs_of(pg_engine, debate_id)) == len(jobs_before) + 1
