@@ -92,14 +92,22 @@ def jobs_of(engine: Engine, debate_id: str) -> list[int]:
     return [job["id"] for job in queue_jobs(engine) if job["lock"] == debate_id]
 
 
-def test_two_nodes_resuming_a_debate_at_once_queue_it_once(
+def cancelled_duel(
     web_node: Callable[[], TestClient], pg_engine: Engine
-) -> None:
+) -> tuple[TestClient, TestClient, str]:
+    """Two web nodes, and a duel started and cancelled through the first."""
     node_a, node_b = web_node(), web_node()
     debate_id = start_duel(node_a)
     # No worker runs here: the cancel finds no lease and ends the debate at once.
     assert node_a.post(f"/api/debates/{debate_id}/cancel").status_code == 200
     assert debate_row(pg_engine, debate_id)["status"] == "cancelled"
+    return node_a, node_b, debate_id
+
+
+def test_two_nodes_resuming_a_debate_at_once_queue_it_once(
+    web_node: Callable[[], TestClient], pg_engine: Engine
+) -> None:
+    node_a, node_b, debate_id = cancelled_duel(web_node, pg_engine)
     started_job = jobs_of(pg_engine, debate_id)
 
     responses = at_once(
@@ -146,9 +154,7 @@ def test_two_nodes_asking_a_follow_up_at_once_queue_one_and_refuse_the_other(
 def test_a_resume_and_a_delete_at_once_leave_a_queued_debate_or_none(
     web_node: Callable[[], TestClient], pg_engine: Engine
 ) -> None:
-    node_a, node_b = web_node(), web_node()
-    debate_id = start_duel(node_a)
-    assert node_a.post(f"/api/debates/{debate_id}/cancel").status_code == 200
+    node_a, node_b, debate_id = cancelled_duel(web_node, pg_engine)
     jobs_before = jobs_of(pg_engine, debate_id)
 
     resumed, deleted = at_once(
