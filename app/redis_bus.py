@@ -456,11 +456,16 @@ class RedisBus:
         try:
             if page:
                 yield page
-            # What the reader had already handed out when this subscriber joined.
+            # What the reader had already handed out when this subscriber joined: the end
+            # among it, perhaps, which the queue will then never bring.
             while _position(handed_out) > _position(position):
                 gap = await self._range(debate_id, stream, f"({position}", handed_out, REPLAY_PAGE)
                 if not gap:
                     break
+                ended = _through_end(gap)
+                if ended is not None:
+                    yield ended
+                    return
                 position = gap[-1].id
                 yield gap
             while True:
