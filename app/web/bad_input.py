@@ -30,8 +30,8 @@ from app.debates import MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_FILES
 from app.web.uploads import declared_length
 
 # The largest JSON body read: a new debate's ten context files at their size limit, with
-# room for JSON's escapes (a character written as ``\uXXXX`` takes up to three times its
-# UTF-8 bytes) and the other fields.
+# room for JSON's escapes (a character written as six-byte ``\u`` escapes, a surrogate pair
+# for an emoji, takes up to three times its UTF-8 bytes) and the other fields.
 MAX_JSON_BODY_BYTES = 4 * MAX_CONTEXT_FILES * MAX_CONTEXT_FILE_BYTES
 # No field takes a number anywhere near this long; Python refuses past 4,300 digits anyway.
 MAX_INT_DIGITS = 40

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -77,6 +78,13 @@ def stream_key(node_env: dict[str, str], debate_id: str) -> str:
     return f"{node_env['ARGUE_REDIS_KEY_PREFIX']}{debate_id}"
 
 
+def stream_entries(node_env: dict[str, str], debate_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """The debate's stream in Redis: each entry's type and data, in order."""
+    with redis.Redis.from_url(REDIS_URL, decode_responses=True) as client:
+        entries = client.xrange(stream_key(node_env, debate_id))
+    return [(fields["type"], json.loads(fields["data"])) for _, fields in entries]
+
+
 def test_a_debate_cancelled_while_its_worker_is_dead_ends_for_its_viewers_once(
     node: ServerProcess,
     node_env: dict[str, str],
@@ -116,9 +124,7 @@ def test_a_debate_cancelled_while_its_worker_is_dead_ends_for_its_viewers_once(
     heir = worker_on_redis("heir")
     heir.wait_for_log(f"gave up debate {debate_id}", timeout=TAKEOVER_SECONDS * 3 + 10)
     assert "it is cancelled" in heir.log_text()
-    stream = stream_key(node_env, debate_id)
-    with redis.Redis.from_url(REDIS_URL, decode_responses=True) as client:
-        types = [fields["type"] for _, fields in client.xrange(stream)]
+    types = [type for type, _ in stream_entries(node_env, debate_id)]
     assert types.count("end") == 1
     assert types[-1] == "end"
 
@@ -160,14 +166,12 @@ def test_a_resume_that_comes_while_a_cancel_waits_for_the_worker_is_not_ended_by
         timeout=60,
         what="the resumed debate to complete",
     )
-    stream = stream_key(node_env, debate_id)
-    with redis.Redis.from_url(REDIS_URL, decode_responses=True) as client:
-        wait_until(
-            lambda: client.xrevrange(stream, count=1)[0][1]["type"] == "end",
-            timeout=10,
-            what="the stream's end",
-        )
-        entries = [(f["type"], json.loads(f["data"])) for _, f in client.xrange(stream)]
+    wait_until(
+        lambda: stream_entries(node_env, debate_id)[-1][0] == "end",
+        timeout=10,
+        what="the stream's end",
+    )
+    entries = stream_entries(node_env, debate_id)
     # The resume's ``status`` is followed by the resumed run, not by the cancel's end.
     requeued = entries.index(("status", {"status": "queued"}))
     endings = [data["status"] for type, data in entries[requeued:] if type == "end"]
