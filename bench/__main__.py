@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench import clients, processes, scenarios
-from bench.fake_providers import Pace, paces_from, parse_pace, realistic_paces
+from bench.clients import DUEL_PROVIDERS
+from bench.fake_providers import PROVIDERS, Pace, paces_from, parse_pace, realistic_paces
 from bench.hotspots import summarize
 from bench.report import table, write_json
 from bench.stack import Stack, StackOptions
@@ -120,6 +121,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "e.g. anthropic=0.8:40:3, or all=0.5:50:1 for one token per chunk everywhere (the worst "
         "case); default full 0.5:50 and quick 0.2:50, chunked as each API streams (anthropic 3, "
         "gemini 10, openai 1); repeatable",
+    )
+    parser.add_argument(
+        "--duel-providers",
+        type=duel_providers,
+        default=DUEL_PROVIDERS,
+        metavar="A,B",
+        help="the providers of a duel's two seats (default anthropic,gemini), e.g. openai,openai",
     )
     parser.add_argument("--scale-steps", help="comma-separated debate counts for the ladder")
     parser.add_argument("--scale-viewers", type=int, default=2, help="viewers per duel (scale)")
@@ -219,6 +227,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     cluster.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     return parser.parse_args(argv)
+
+
+def duel_providers(text: str) -> tuple[str, str]:
+    names = tuple(name.strip() for name in text.split(","))
+    if len(names) != 2 or not set(names) <= set(PROVIDERS):
+        raise argparse.ArgumentTypeError(
+            f"expected two of {', '.join(PROVIDERS)} separated by a comma, got {text!r}"
+        )
+    return names[0], names[1]
 
 
 def _at_least_one(text: str) -> int:
@@ -460,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         keep_home=args.keep_home,
         provider_worker=args.provider_worker,
         viewer_stream=args.viewer_stream,
+        duel_providers=args.duel_providers,
     )
     # SIGTERM ends the run like Ctrl-C: through the finally below, which stops the children.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

@@ -22,10 +22,16 @@ import httpx
 
 from bench.fake_providers import stamps_in
 
-DUEL_SEATS = {
-    "claude": {"provider": "anthropic", "model": "bench-claude"},
-    "gemini": {"provider": "gemini", "model": "bench-gemini"},
-}
+DUEL_PROVIDERS = ("anthropic", "gemini")  # the two seats' providers unless told otherwise
+
+
+def duel_seats(providers: tuple[str, str] = DUEL_PROVIDERS) -> dict[str, dict[str, str]]:
+    """A duel's two seats (the format names them ``claude`` and ``gemini`` whoever answers
+    in them) on ``providers``."""
+    return {
+        seat: {"provider": provider, "model": f"bench-{provider}"}
+        for seat, provider in zip(("claude", "gemini"), providers, strict=True)
+    }
 
 
 def client(*, connections: int = 4000) -> httpx.AsyncClient:
@@ -78,10 +84,11 @@ async def start_debate(
     topic: str,
     format: str = "duel",
     rounds: int = 4,
+    duel_providers: tuple[str, str] = DUEL_PROVIDERS,
 ) -> str:
     body: dict[str, Any] = {"topic": topic, "format": format, "rounds": rounds}
     if format == "duel":
-        body["seats"] = DUEL_SEATS
+        body["seats"] = duel_seats(duel_providers)
     response = await http.post(f"{base_url}/api/debates", json=body)
     if response.status_code != 201:
         raise RuntimeError(f"POST /api/debates: {response.status_code} {response.text[:300]}")

@@ -116,7 +116,12 @@ async def overhead(
     samples = Samples()
     posted = time.monotonic()
     debate_id = await start_debate(
-        http, stack.app_url, topic=_topic(format), format=format, rounds=rounds
+        http,
+        stack.app_url,
+        topic=_topic(format),
+        format=format,
+        rounds=rounds,
+        duel_providers=stack.options.duel_providers,
     )
     view = await asyncio.wait_for(
         watch(
@@ -257,7 +262,11 @@ async def load(
 
     async def start_one() -> asyncio.Task[ViewResult]:
         debate_id = await start_debate(
-            http, stack.app_url, topic=_topic(f"load{shape.debates}"), rounds=shape.rounds
+            http,
+            stack.app_url,
+            topic=_topic(f"load{shape.debates}"),
+            rounds=shape.rounds,
+            duel_providers=stack.options.duel_providers,
         )
         tasks = [
             asyncio.create_task(
@@ -477,7 +486,15 @@ async def memory(
         r
         for r in await _bounded(
             32,
-            [lambda: start_debate(http, stack.app_url, topic=_topic("memory"))] * debates,
+            [
+                lambda: start_debate(
+                    http,
+                    stack.app_url,
+                    topic=_topic("memory"),
+                    duel_providers=stack.options.duel_providers,
+                )
+            ]
+            * debates,
         )
         if isinstance(r, str)
     ]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import processes
+from bench.clients import DUEL_PROVIDERS
 from bench.fake_providers import Pace
 
 
@@ -31,6 +32,8 @@ class StackOptions:
     provider_worker: bool | None = None
     # Which live stream the viewers watch: "page" (a browser's) or "json".
     viewer_stream: str = "page"
+    # The providers of a duel's two seats.
+    duel_providers: tuple[str, str] = DUEL_PROVIDERS
 
 
 @dataclass

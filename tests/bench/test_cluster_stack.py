@@ -16,7 +16,7 @@ import os
 import httpx
 import pytest
 
-from bench.clients import DUEL_SEATS
+from bench.clients import duel_seats
 from bench.cluster import (
     ClusterOptions,
     ClusterStack,
@@ -92,7 +92,7 @@ def test_a_debate_started_on_node_a_runs_on_a_worker_streams_through_node_b_and_
                     "topic": "Is a cluster worth it?",
                     "format": "duel",
                     "rounds": 1,
-                    "seats": DUEL_SEATS,
+                    "seats": duel_seats(),
                 },
             )
             assert response.status_code == 201, response.text

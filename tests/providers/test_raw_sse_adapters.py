@@ -1,102 +1,26 @@
-"""The Anthropic adapter reads the SSE body itself: events cut anywhere by the network, any of
-the three line ends, ``data:`` with or without its space, an error event after some text, and
-the connection let go however the stream ends. The real SDK makes every request: against the
-wire-level fake, or against a bare HTTP server here that sends bytes cut where it is told."""
+"""The Anthropic and OpenAI adapters read the SSE body themselves: events cut anywhere by the
+network, any of the three line ends, ``data:`` with or without its space, an error after some
+text, OpenAI's ``[DONE]``, and the connection let go however the stream ends. The real SDK
+makes every request: against the wire-level fake, or against a bare HTTP server that sends
+bytes cut where it is told."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from app.config import Settings
-from app.providers.anthropic import AnthropicProvider, SseParser
-from app.providers.base import ErrorKind, Finished, ProviderError, TextDelta, Usage
+from app.providers.anthropic import AnthropicProvider
+from app.providers.base import ErrorKind, Finished, Provider, ProviderError, TextDelta, Usage
+from app.providers.openai import OpenAIProvider
 from tests.fakes import FakeLLMServer
-from tests.providers.conftest import HELLO, collect
-
-# Every field form the parser meets: a comment, id and retry (ignored), an event without a
-# name (dispatched as None), "data:" with no space and with two (one stays), data on two
-# lines, an empty "event:" (None), non-ASCII text cut anywhere by the splits below.
-LINES = [
-    ": a comment",
-    "event: message_start",
-    'data: {"type": "message_start"}',
-    "",
-    "",
-    "id: 7",
-    "retry: 100",
-    "",
-    "event:ping",
-    'data:{"type": "ping"}',
-    "",
-    "event: content_block_delta",
-    'data:  {"text": "d\u00e9j\u00e0 \u20ac \U0001f600"}',
-    "",
-    "data: first",
-    "data:second",
-    "",
-    "event:",
-    "data: nameless",
-    "",
-    "event: message_stop",
-    "",
-    "event: never_ended",
-    "data: dropped at the end of the body",
-]
-EXPECTED = [
-    ("message_start", '{"type": "message_start"}'),
-    ("ping", '{"type": "ping"}'),
-    ("content_block_delta", ' {"text": "d\u00e9j\u00e0 \u20ac \U0001f600"}'),
-    (None, "first\nsecond"),
-    (None, "nameless"),
-    ("message_stop", ""),
-]
-ENDINGS = {"LF": "\n", "CRLF": "\r\n", "CR": "\r"}
-
-
-def body(newline: str) -> bytes:
-    return newline.join(LINES).encode()
-
-
-def parse(pieces: Sequence[bytes]) -> list[tuple[str | None, str]]:
-    parser = SseParser()
-    return [event for piece in pieces for event in parser.feed(piece)]
-
-
-@pytest.mark.parametrize("newline", ENDINGS.values(), ids=ENDINGS.keys())
-def test_events_are_the_same_however_the_body_is_cut_in_two(newline: str) -> None:
-    data = body(newline)
-    assert parse([data]) == EXPECTED
-    for cut in range(len(data) + 1):
-        assert parse([data[:cut], data[cut:]]) == EXPECTED, cut
-
-
-@pytest.mark.parametrize("newline", ENDINGS.values(), ids=ENDINGS.keys())
-def test_events_are_the_same_read_a_byte_at_a_time_or_in_three_pieces(newline: str) -> None:
-    data = body(newline)
-    assert parse([data[i : i + 1] for i in range(len(data))]) == EXPECTED
-    for first in range(0, len(data), 3):
-        for second in range(first, len(data), 7):
-            pieces = [data[:first], data[first:second], data[second:]]
-            assert parse(pieces) == EXPECTED, (first, second)
-
-
-def test_line_ends_may_be_mixed_and_a_crlf_cut_between_its_bytes_ends_one_line() -> None:
-    assert parse([b"event: a\r", b"\ndata: 1\r", b"\n\r", b"\n"]) == [("a", "1")]
-    assert parse([b"event: a\r\ndata: 1\n\r", b"\r\n"]) == [("a", "1")]
-    # CR then CR is two line ends: the second ends the event.
-    assert parse([b"data: 1\r", b"\r", b"data: 2\n\n"]) == [(None, "1"), (None, "2")]
-
-
-def test_a_line_that_is_not_utf_8_is_unreadable() -> None:
-    with pytest.raises(UnicodeDecodeError):
-        parse([b'data: {"text": "\xff"}\n\n'])
+from tests.fakes.bare_stream import ENDINGS, bare_server, cut_oddly, odd_sizes
+from tests.providers.conftest import HELLO, MODELS, PROVIDER_CLASSES, collect
 
 
 async def test_an_error_event_after_some_text_yields_the_text_then_the_providers_error(
@@ -158,8 +82,8 @@ async def test_an_error_event_is_classed_by_its_type_and_has_no_status(
     assert caught.value.message == "said by the provider"
 
 
-async def _first_text_then(provider: AnthropicProvider, stop: str) -> None:
-    events = provider.stream(model="claude-test", system="", messages=HELLO, max_tokens=500)
+async def _first_text_then(provider: Provider, model: str, stop: str) -> None:
+    events = provider.stream(model=model, system="", messages=HELLO, max_tokens=500)
     if stop == "aclose":
         assert isinstance(events, AsyncGenerator)
         assert isinstance(await anext(events), TextDelta)
@@ -179,27 +103,24 @@ async def _first_text_then(provider: AnthropicProvider, stop: str) -> None:
 
 
 @pytest.mark.parametrize("stop", ["aclose", "cancel"])
+@pytest.mark.parametrize("provider_name", ["anthropic", "openai"])
 async def test_a_stream_given_up_mid_way_lets_its_connection_go(
-    fake_llm: FakeLLMServer, settings: Settings, stop: str
+    fake_llm: FakeLLMServer, settings: Settings, provider_name: str, stop: str
 ) -> None:
-    fake_llm.script(provider="anthropic", reply="word " * 200, token_delay=0.05)
-    provider = AnthropicProvider(settings)
-    await _first_text_then(provider, stop)
+    fake_llm.script(provider=provider_name, reply="word " * 200, token_delay=0.05)
+    provider = PROVIDER_CLASSES[provider_name](settings)
+    model = MODELS[provider_name]
+    await _first_text_then(provider, model, stop)
 
     ended = await asyncio.to_thread(fake_llm.wait_for_requests, 1, timeout=5.0, finished=True)
     assert ended, "the server saw the client go"
     (request,) = fake_llm.requests
     assert request.ended is not None and request.ended - request.started < 5.0
     # The client is still good for the next call.
-    fake_llm.script(provider="anthropic", reply="again")
-    result = await collect(
-        provider.stream(model="claude-test", system="", messages=HELLO, max_tokens=5)
-    )
+    fake_llm.script(provider=provider_name, reply="again")
+    result = await collect(provider.stream(model=model, system="", messages=HELLO, max_tokens=5))
     assert result.text == "again"
     await provider.aclose()
-
-
-# --- a bare server, for bytes the fake does not send -----------------------------------------
 
 
 def frame(event: str, data: dict[str, Any], newline: str = "\n", space: str = " ") -> bytes:
@@ -238,68 +159,22 @@ def stream_frames(text: Sequence[str], newline: str, space: str) -> list[bytes]:
     return frames
 
 
-def cut_oddly(data: bytes, sizes: Iterator[int]) -> list[bytes]:
-    pieces, at = [], 0
-    while at < len(data):
-        size = next(sizes)
-        pieces.append(data[at : at + size])
-        at += size
-    return pieces
-
-
-def odd_sizes() -> Iterator[int]:
-    while True:
-        yield from (1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 7)
-
-
-@asynccontextmanager
-async def bare_server(pieces: Sequence[bytes], headers: Sequence[str] = ()) -> AsyncIterator[str]:
-    """Answers every request with a 200 event stream of ``pieces``, each its own HTTP chunk
-    written and drained apart; yields the base URL."""
-
-    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.decode("latin-1").split("\r\n"):
-                name, _, value = line.partition(":")
-                if name.strip().lower() == "content-length":
-                    length = int(value)
-            await reader.readexactly(length)
-            start = [
-                "HTTP/1.1 200 OK",
-                "content-type: text/event-stream",
-                "transfer-encoding: chunked",
-                "connection: close",
-                *headers,
-            ]
-            writer.write(("\r\n".join(start) + "\r\n\r\n").encode())
-            for piece in pieces:
-                writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-                await writer.drain()
-                await asyncio.sleep(0.001)
-            writer.write(b"0\r\n\r\n")
-            await writer.drain()
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(answer, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.close()
-        await server.wait_closed()
-
-
-async def _stream_from(pieces: Sequence[bytes], tmp_path: Path, *headers: str) -> list[Any]:
+async def _stream_from(
+    pieces: Sequence[bytes], tmp_path: Path, *headers: str, provider_name: str = "anthropic"
+) -> list[Any]:
+    """What the adapter makes of ``pieces``: its events, and the error it ends with, if any."""
     async with bare_server(pieces, headers) as url:
-        settings = Settings(home=tmp_path, ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=url)
-        provider = AnthropicProvider(settings)
+        provider: AnthropicProvider | OpenAIProvider
+        if provider_name == "openai":
+            settings = Settings(home=tmp_path, OPENAI_API_KEY="k", OPENAI_BASE_URL=url)
+            provider = OpenAIProvider(settings)
+        else:
+            settings = Settings(home=tmp_path, ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=url)
+            provider = AnthropicProvider(settings)
         events: list[Any] = []
         try:
             async for event in provider.stream(
-                model="claude-test", system="", messages=HELLO, max_tokens=9
+                model=MODELS[provider_name], system="", messages=HELLO, max_tokens=9
             ):
                 events.append(event)
         except ProviderError as error:
@@ -383,3 +258,110 @@ async def test_unreadable_json_is_a_retryable_server_error(tmp_path: Path) -> No
     assert isinstance(error, ProviderError)
     assert (error.kind, error.retryable) == (ErrorKind.SERVER, True)
     assert error.message.startswith("unreadable response: JSONDecodeError: ")
+
+
+# --- OpenAI: data-only chunks, ending in [DONE] ----------------------------------------------
+
+
+def chat_chunk(
+    text: str | None = None,
+    *,
+    finish_reason: str | None = None,
+    usage: dict[str, int] | None = None,
+    choices: bool = True,
+) -> dict[str, Any]:
+    delta = {} if text is None else {"role": "assistant", "content": text}
+    chunk: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "choices": (
+            [{"index": 0, "delta": delta, "finish_reason": finish_reason}] if choices else []
+        ),
+        "usage": usage,
+    }
+    return chunk
+
+
+def data_frames(items: Sequence[object], newline: str = "\n", space: str = " ") -> bytes:
+    """Each item as a data-only event (a string as it is, anything else as JSON); a string
+    starting with a colon is a comment line instead."""
+
+    def line(item: object) -> str:
+        if isinstance(item, str):
+            return item if item.startswith(":") else f"data:{space}{item}"
+        return f"data:{space}{json.dumps(item)}"
+
+    return b"".join(f"{line(item)}{newline}{newline}".encode() for item in items)
+
+
+async def _openai_events(items: Sequence[object], tmp_path: Path, **cut: str) -> list[Any]:
+    pieces = cut_oddly(data_frames(items, **cut), odd_sizes())
+    return await _stream_from(pieces, tmp_path, provider_name="openai")
+
+
+@pytest.mark.parametrize("space", [" ", ""], ids=["space", "no-space"])
+@pytest.mark.parametrize("newline", ENDINGS.values(), ids=ENDINGS.keys())
+async def test_openai_chunks_cut_at_odd_places_read_whole_with_usage_and_finish_reason(
+    tmp_path: Path, newline: str, space: str
+) -> None:
+    items = [
+        *(chat_chunk(t) for t in TEXT),
+        ": a keep-alive comment",
+        chat_chunk(finish_reason="length"),
+        chat_chunk(usage={"prompt_tokens": 12, "completion_tokens": 7}, choices=False),
+        "[DONE]",
+    ]
+    events = await _openai_events(items, tmp_path, newline=newline, space=space)
+    assert events == [
+        *(TextDelta(t) for t in TEXT),
+        Finished(Usage(input_tokens=12, output_tokens=7), "length"),
+    ]
+
+
+async def test_openai_reads_nothing_after_done_and_estimates_usage_it_was_not_sent(
+    tmp_path: Path,
+) -> None:
+    items = [chat_chunk("Only "), chat_chunk("this."), "[DONE]", chat_chunk(" Not this.")]
+    events = await _openai_events(items, tmp_path)
+    assert events[:2] == [TextDelta("Only "), TextDelta("this.")]
+    (finished,) = events[2:]
+    assert isinstance(finished, Finished) and finished.usage.estimated
+    assert finished.usage.output_tokens > 0 and finished.stop_reason is None
+
+
+@pytest.mark.parametrize(
+    ("error", "message"),
+    [
+        ({"message": "The server had an error", "type": "server_error"}, "The server had an error"),
+        ({"type": "server_error"}, "An error occurred during streaming"),
+        ("overloaded, try later", "overloaded, try later"),
+    ],
+)
+async def test_an_openai_error_object_after_some_text_ends_the_stream_with_its_message(
+    tmp_path: Path, error: object, message: str
+) -> None:
+    items = [chat_chunk("before "), {"error": error}, chat_chunk("never")]
+    events = await _openai_events(items, tmp_path, newline="\r\n")
+    assert events[0] == TextDelta("before ")
+    (failure,) = events[1:]
+    assert isinstance(failure, ProviderError)
+    assert (failure.kind, failure.status, failure.message) == (ErrorKind.SERVER, None, message)
+    assert (failure.provider, failure.retryable) == ("openai", True)
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        {"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {"content": ["a", "list"]}}]},
+        {"id": "chatcmpl-1", "choices": None},
+        {"id": "chatcmpl-1", "choices": [], "usage": {"total_tokens": 3}},
+    ],
+    ids=["content-not-text", "choices-null", "usage-without-counts"],
+)
+async def test_an_openai_chunk_of_an_unexpected_shape_is_a_bug_here(
+    tmp_path: Path, chunk: dict[str, Any]
+) -> None:
+    (error,) = await _openai_events([chunk, "[DONE]"], tmp_path)
+    assert isinstance(error, ProviderError)
+    assert (error.kind, error.retryable) == (ErrorKind.INTERNAL, False)
+    assert "AttributeError" in error.message and "chat chunk" in error.message
