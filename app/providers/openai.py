@@ -16,8 +16,10 @@ the few fields used here costs (``python -m bench.provider_events`` prints both)
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -49,6 +51,8 @@ from app.providers.sse import SseParser
 
 NAME = "openai"
 KEY_ENV = "OPENAI_API_KEY"
+# How long the rest of a body is read after ``[DONE]`` (the SDK's own wait).
+DRAIN_SECONDS = 0.1
 
 
 def build_request(
@@ -97,6 +101,15 @@ def _body_message(body: object) -> str | None:
     return None
 
 
+async def _drain(rest: AsyncIterator[bytes]) -> None:
+    """Read what is left of a body after ``[DONE]`` for a moment, as the SDK does, so that
+    its connection can be used again; a server that keeps the body open is not waited on."""
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(DRAIN_SECONDS):
+            async for _ in rest:
+                pass
+
+
 def _stream_error(error: object) -> ProviderError:
     """An error object inside a 200 stream, mapped as the SDK's ``APIError`` for it was."""
     message = _body_message(error) or "An error occurred during streaming"
@@ -112,6 +125,22 @@ class _ChatTally:
     usage: Usage | None = None
     stop_reason: str | None = None
     done: bool = False
+
+    def read_events(self, events: Iterable[tuple[str | None, str]]) -> Iterator[str]:
+        """The text of ``events`` (their names and data, from ``SseParser``), as the SDK's
+        stream reads them: an ``error`` object stops the stream; ``[DONE]`` ends it (what
+        follows is not read); every other event with data is a chunk."""
+        for _, data in events:
+            if self.done or not data:
+                continue
+            if data.startswith("[DONE]"):
+                self.done = True
+                continue
+            chunk = json.loads(data)  # a ValueError maps as unreadable
+            if isinstance(chunk, dict) and chunk.get("error"):
+                raise _stream_error(chunk["error"])
+            if text := self.read(chunk):
+                yield text
 
     def read(self, chunk: Any) -> str | None:
         """The text ``chunk`` (a decoded chat chunk) brings, if any; its usage noted."""
@@ -229,21 +258,13 @@ class OpenAIProvider(SdkProvider[openai.AsyncOpenAI]):
             async with client.chat.completions.with_streaming_response.create(
                 **request
             ) as response:
-                async for piece in response.iter_bytes():
-                    for _, data in parser.feed(piece):
-                        # As the SDK's stream: nothing after ``[DONE]`` is read (the rest of
-                        # the body is, so the connection can be used again); an ``error``
-                        # object stops the stream; every other event is a chunk.
-                        if tally.done or not data:
-                            continue
-                        if data.startswith("[DONE]"):
-                            tally.done = True
-                            continue
-                        chunk = json.loads(data)  # a ValueError maps as unreadable
-                        if isinstance(chunk, dict) and chunk.get("error"):
-                            raise _stream_error(chunk["error"])
-                        if text := tally.read(chunk):
-                            yield TextDelta(text)
+                pieces = response.iter_bytes()
+                async for piece in pieces:
+                    for text in tally.read_events(parser.feed(piece)):
+                        yield TextDelta(text)
+                    if tally.done:
+                        await _drain(pieces)
+                        break
         except ProviderError:
             raise
         except Exception as error:

@@ -6,6 +6,7 @@ themselves."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 
@@ -28,8 +29,12 @@ def odd_sizes() -> Iterator[int]:
 
 
 @asynccontextmanager
-async def bare_server(pieces: Sequence[bytes], headers: Sequence[str] = ()) -> AsyncIterator[str]:
-    """Serves ``pieces`` (with ``headers`` added to the response's); yields the base URL."""
+async def bare_server(
+    pieces: Sequence[bytes], headers: Sequence[str] = (), *, hold_open: float = 0.0
+) -> AsyncIterator[str]:
+    """Serves ``pieces`` (with ``headers`` added to the response's); yields the base URL.
+    With ``hold_open`` the body is ended only that many seconds after the last piece, or when
+    the client goes, whichever comes first."""
 
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -52,8 +57,13 @@ async def bare_server(pieces: Sequence[bytes], headers: Sequence[str] = ()) -> A
                 writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                 await writer.drain()
                 await asyncio.sleep(0.001)
+            if hold_open:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(reader.read(), hold_open)  # b"" once the client goes
             writer.write(b"0\r\n\r\n")
             await writer.drain()
+        except ConnectionError:
+            pass  # the client went first
         finally:
             writer.close()
 

@@ -160,10 +160,14 @@ def stream_frames(text: Sequence[str], newline: str, space: str) -> list[bytes]:
 
 
 async def _stream_from(
-    pieces: Sequence[bytes], tmp_path: Path, *headers: str, provider_name: str = "anthropic"
+    pieces: Sequence[bytes],
+    tmp_path: Path,
+    *headers: str,
+    provider_name: str = "anthropic",
+    hold_open: float = 0.0,
 ) -> list[Any]:
     """What the adapter makes of ``pieces``: its events, and the error it ends with, if any."""
-    async with bare_server(pieces, headers) as url:
+    async with bare_server(pieces, headers, hold_open=hold_open) as url:
         provider: AnthropicProvider | OpenAIProvider
         if provider_name == "openai":
             settings = Settings(home=tmp_path, OPENAI_API_KEY="k", OPENAI_BASE_URL=url)
@@ -327,6 +331,23 @@ async def test_openai_reads_nothing_after_done_and_estimates_usage_it_was_not_se
     (finished,) = events[2:]
     assert isinstance(finished, Finished) and finished.usage.estimated
     assert finished.usage.output_tokens > 0 and finished.stop_reason is None
+
+
+async def test_openai_finishes_at_done_when_the_server_keeps_the_body_open(
+    tmp_path: Path,
+) -> None:
+    usage = {"prompt_tokens": 12, "completion_tokens": 7}
+    items = [chat_chunk("All "), chat_chunk("said."), chat_chunk(usage=usage, choices=False)]
+    pieces = [data_frames([*items, "[DONE]"])]
+    # The server would end the body only after 60 s: the turn is over at [DONE] all the same.
+    events = await asyncio.wait_for(
+        _stream_from(pieces, tmp_path, provider_name="openai", hold_open=60.0), timeout=10.0
+    )
+    assert events == [
+        TextDelta("All "),
+        TextDelta("said."),
+        Finished(Usage(input_tokens=12, output_tokens=7), None),
+    ]
 
 
 @pytest.mark.parametrize(
