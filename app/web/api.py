@@ -466,6 +466,13 @@ async def healthz() -> Health:
     return Health(status="ok")
 
 
+# Probes that ask with HEAD (some load balancers and uptime checks do) get the same status
+# without a body. Left out of the schema: they are the GET operations above, headless.
+@health_router.head("/healthz", include_in_schema=False)
+async def healthz_head() -> Response:
+    return Response()
+
+
 @health_router.get(
     "/readyz",
     summary="Readiness: the database and Redis answer",
@@ -481,3 +488,9 @@ async def readyz(response: Response, settings: SettingsDep, engine: EngineDep) -
         database=ServiceOut(status=checked.database.status, error=checked.database.error),
         redis=ServiceOut(status=checked.redis.status, error=checked.redis.error),
     )
+
+
+@health_router.head("/readyz", include_in_schema=False)
+async def readyz_head(settings: SettingsDep, engine: EngineDep) -> Response:
+    checked = await readiness.check_readiness(settings, engine)
+    return Response(status_code=200 if checked.ready else 503)

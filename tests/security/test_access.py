@@ -103,6 +103,8 @@ def test_every_route_lets_in_a_bearer_token_and_basic_credentials(
 
 def test_health_static_files_and_login_page_need_no_credential(token_client: TestClient) -> None:
     assert token_client.get("/healthz").json() == {"status": "ok"}
+    assert token_client.head("/healthz").status_code == 200
+    assert token_client.head("/readyz").status_code == 200
     assert token_client.get("/static/argue.css").status_code == 200
     assert token_client.get("/static/argue.js").status_code == 200
     assert token_client.get("/login").status_code == 200

@@ -59,6 +59,12 @@ def test_readyz_is_200_when_the_database_answers_and_redis_is_not_configured(
     assert client.get("/healthz").json() == {"status": "ok"}
 
 
+def test_a_probe_asking_with_head_gets_the_status_without_a_body(client: TestClient) -> None:
+    for path in ("/healthz", "/readyz"):
+        response = client.head(path)
+        assert (response.status_code, response.content) == (200, b""), path
+
+
 @pytest.fixture
 def database_behind_forwarder(
     postgres_database: ThrowawayDatabase,
@@ -90,7 +96,9 @@ def test_readyz_is_503_naming_the_database_once_postgresql_stops_answering(
         assert "connect" in body["database"]["error"].lower()
         assert body["redis"] == {"status": "not configured", "error": None}
         assert PASSWORD not in response.text
+        assert client.head("/readyz").status_code == 503
         assert client.get("/healthz").status_code == 200
+        assert client.head("/healthz").status_code == 200
 
 
 def with_redis(fake_llm: FakeLLMServer, home: Path, redis_url: str) -> Settings:
