@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import anthropic
@@ -37,6 +38,14 @@ Reader = Callable[[], Awaitable[int]]  # reads one whole reply; returns the even
 Closer = Callable[[], Awaitable[None]]
 
 
+@dataclass(frozen=True)
+class Way:
+    """One way of reading a provider's stream, and how to let its client go."""
+
+    read: Reader
+    close: Closer
+
+
 def settings_for(url: str) -> Settings:
     return Settings(
         ANTHROPIC_API_KEY=KEY,
@@ -49,20 +58,23 @@ def settings_for(url: str) -> Settings:
 
 
 async def count_text(events: AsyncIterator[Any], is_text: Callable[[Any], bool]) -> int:
-    return sum([1 async for event in events if is_text(event)])
+    count = 0
+    async for event in events:
+        count += is_text(event)
+    return count
 
 
 def through_adapter(
     provider: AnthropicProvider | GeminiProvider | OpenAIProvider,
-) -> tuple[Reader, Closer]:
+) -> Way:
     async def read() -> int:
         events = provider.stream(model=MODEL, system="", messages=HELLO, max_tokens=100_000)
         return await count_text(events, lambda event: isinstance(event, TextDelta))
 
-    return read, provider.aclose
+    return Way(read, provider.aclose)
 
 
-def anthropic_typed(url: str) -> tuple[Reader, Closer]:
+def anthropic_typed(url: str) -> Way:
     client = anthropic.AsyncAnthropic(
         api_key=KEY, base_url=url, max_retries=0, http_client=anthropic.DefaultAioHttpClient()
     )
@@ -76,10 +88,10 @@ def anthropic_typed(url: str) -> tuple[Reader, Closer]:
         )
         return await count_text(stream, lambda event: event.type == "content_block_delta")
 
-    return read, client.close
+    return Way(read, client.close)
 
 
-def openai_typed(url: str) -> tuple[Reader, Closer]:
+def openai_typed(url: str) -> Way:
     client = openai.AsyncOpenAI(
         api_key=KEY, base_url=f"{url}/v1", max_retries=0, http_client=openai.DefaultAioHttpClient()
     )
@@ -92,10 +104,10 @@ def openai_typed(url: str) -> tuple[Reader, Closer]:
             stream, lambda chunk: bool(chunk.choices and chunk.choices[0].delta.content)
         )
 
-    return read, client.close
+    return Way(read, client.close)
 
 
-def gemini_typed(url: str) -> tuple[Reader, Closer]:
+def gemini_typed(url: str) -> Way:
     options = types.HttpOptions(base_url=url, retry_options=types.HttpRetryOptions(attempts=1))
     client = genai.Client(api_key=KEY, vertexai=False, http_options=options)
 
@@ -103,7 +115,7 @@ def gemini_typed(url: str) -> tuple[Reader, Closer]:
         stream = await client.aio.models.generate_content_stream(model=MODEL, contents="Hello")
         return await count_text(stream, lambda chunk: bool(chunk.text))
 
-    return read, client.aio.aclose
+    return Way(read, client.aio.aclose)
 
 
 async def cpu_microseconds_per_event(read: Reader, repeats: int) -> float:
@@ -116,30 +128,32 @@ async def cpu_microseconds_per_event(read: Reader, repeats: int) -> float:
     return best
 
 
-def readers(url: str) -> dict[str, tuple[tuple[Reader, Closer], tuple[Reader, Closer]]]:
-    """Per provider: its adapter, and the SDK's typed stream."""
+@asynccontextmanager
+async def opened_ways(url: str) -> AsyncIterator[dict[str, tuple[Way, Way]]]:
+    """Per provider: its adapter, and the SDK's typed stream; every client closed after."""
     settings = settings_for(url)
-    return {
+    ways = {
         "anthropic": (through_adapter(AnthropicProvider(settings)), anthropic_typed(url)),
         "gemini": (through_adapter(GeminiProvider(settings)), gemini_typed(url)),
         "openai": (through_adapter(OpenAIProvider(settings)), openai_typed(url)),
     }
+    try:
+        yield ways
+    finally:
+        for pair in ways.values():
+            for way in pair:
+                await way.close()
 
 
 async def measure(url: str, repeats: int) -> dict[str, tuple[float, float]]:
-    ways = readers(url)
-    results: dict[str, tuple[float, float]] = {}
-    try:
-        for name, ((adapter, _), (typed, _)) in ways.items():
-            results[name] = (
-                await cpu_microseconds_per_event(adapter, repeats),
-                await cpu_microseconds_per_event(typed, repeats),
+    async with opened_ways(url) as ways:
+        return {
+            name: (
+                await cpu_microseconds_per_event(adapter.read, repeats),
+                await cpu_microseconds_per_event(typed.read, repeats),
             )
-    finally:
-        for pair in ways.values():
-            for _, close in pair:
-                await close()
-    return results
+            for name, (adapter, typed) in ways.items()
+        }
 
 
 @contextmanager

@@ -48,6 +48,20 @@ def _topic(tag: str) -> str:
     return f"Bench {tag} #{next(_topics)}: is a modular monolith better than microservices?"
 
 
+async def _start_debate(
+    http: httpx.AsyncClient, stack: Stack, *, topic: str, format: str = "duel", rounds: int = 4
+) -> str:
+    """A debate started on the stack's app, a duel's seats on the providers it was told."""
+    return await start_debate(
+        http,
+        stack.app_url,
+        topic=topic,
+        format=format,
+        rounds=rounds,
+        duel_providers=stack.options.duel_providers,
+    )
+
+
 async def _bounded(limit: int, jobs: list[Callable[[], Awaitable[T]]]) -> list[T | BaseException]:
     gate = asyncio.Semaphore(limit)
 
@@ -115,14 +129,7 @@ async def overhead(
     await script_paces(http, stack.fake_url, paces, tokens)
     samples = Samples()
     posted = time.monotonic()
-    debate_id = await start_debate(
-        http,
-        stack.app_url,
-        topic=_topic(format),
-        format=format,
-        rounds=rounds,
-        duel_providers=stack.options.duel_providers,
-    )
+    debate_id = await _start_debate(http, stack, topic=_topic(format), format=format, rounds=rounds)
     view = await asyncio.wait_for(
         watch(
             watchers,
@@ -261,12 +268,8 @@ async def load(
     ramp_started = time.monotonic()
 
     async def start_one() -> asyncio.Task[ViewResult]:
-        debate_id = await start_debate(
-            http,
-            stack.app_url,
-            topic=_topic(f"load{shape.debates}"),
-            rounds=shape.rounds,
-            duel_providers=stack.options.duel_providers,
+        debate_id = await _start_debate(
+            http, stack, topic=_topic(f"load{shape.debates}"), rounds=shape.rounds
         )
         tasks = [
             asyncio.create_task(
@@ -486,15 +489,7 @@ async def memory(
         r
         for r in await _bounded(
             32,
-            [
-                lambda: start_debate(
-                    http,
-                    stack.app_url,
-                    topic=_topic("memory"),
-                    duel_providers=stack.options.duel_providers,
-                )
-            ]
-            * debates,
+            [lambda: _start_debate(http, stack, topic=_topic("memory"))] * debates,
         )
         if isinstance(r, str)
     ]

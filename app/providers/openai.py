@@ -131,11 +131,11 @@ class _ChatTally:
         stream reads them: an ``error`` object stops the stream; ``[DONE]`` ends it (what
         follows is not read); every other event with data is a chunk."""
         for _, data in events:
-            if self.done or not data:
+            if not data:
                 continue
             if data.startswith("[DONE]"):
                 self.done = True
-                continue
+                return
             chunk = json.loads(data)  # a ValueError maps as unreadable
             if isinstance(chunk, dict) and chunk.get("error"):
                 raise _stream_error(chunk["error"])

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench.provider_events import fake_providers, readers
+from bench.provider_events import fake_providers, opened_ways
 
 TOKENS = 40
 
@@ -21,13 +21,9 @@ def fake_url() -> Iterator[str]:
 async def test_each_provider_is_read_event_for_event_by_its_adapter_and_by_its_sdk(
     fake_url: str,
 ) -> None:
-    ways = readers(fake_url)
-    counts: dict[str, tuple[int, int]] = {}
-    try:
-        for name, ((adapter, _), (typed, _)) in ways.items():
-            counts[name] = (await adapter(), await typed())
-    finally:
-        for pair in ways.values():
-            for _, close in pair:
-                await close()
+    async with opened_ways(fake_url) as ways:
+        counts = {
+            name: (await adapter.read(), await typed.read())
+            for name, (adapter, typed) in ways.items()
+        }
     assert counts == {name: (TOKENS, TOKENS) for name in ("anthropic", "gemini", "openai")}
