@@ -9,8 +9,10 @@ or Italian. A wrong guess costs little: the instruction is one line in a system 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = ["ENGLISH", "JAPANESE", "Language", "detect_language", "write_in"]
 
@@ -39,7 +41,8 @@ SPANISH = Language("es", "Spanish")
 PORTUGUESE = Language("pt", "Portuguese")
 ITALIAN = Language("it", "Italian")
 
-# (first, last) code points of each script we recognise.
+# (first, last) code points of each script we recognise. The ranges do not overlap: a point's
+# range is the one with the greatest first code point not above it.
 _SCRIPTS: tuple[tuple[str, int, int], ...] = (
     ("kana", 0x3040, 0x30FF),
     ("kana", 0x31F0, 0x31FF),
@@ -57,6 +60,9 @@ _SCRIPTS: tuple[tuple[str, int, int], ...] = (
     ("thai", 0x0E00, 0x0E7F),
     ("devanagari", 0x0900, 0x097F),
 )
+
+_SORTED_SCRIPTS = sorted(_SCRIPTS, key=lambda script: script[1])
+_FIRSTS = [first for _, first, _ in _SORTED_SCRIPTS]
 
 # A CJK character carries about a word; a Latin letter a fraction of one. Weighting keeps
 # "Is TDD worth it? テスト" English and "テストは本当に必要か" Japanese.
@@ -84,16 +90,23 @@ _WORD = re.compile(r"[^\W\d_]+")
 
 def _script(char: str) -> str | None:
     point = ord(char)
-    for name, first, last in _SCRIPTS:
-        if first <= point <= last:
+    index = bisect_right(_FIRSTS, point) - 1
+    if index >= 0:
+        name, _, last = _SORTED_SCRIPTS[index]
+        if point <= last:
             return name
     if char.isalpha():
         return "latin"
     return None
 
 
+# Planners ask again for the same topic before every batch of turns, on the event loop.
+@lru_cache(maxsize=512)
 def detect_language(text: str) -> Language:
     """The language ``text`` is most likely written in; English when unsure."""
+    if text.isascii():
+        # Every ASCII letter is Latin: the words alone decide.
+        return _latin_language(text)
     weights: Counter[str] = Counter()
     for char in text:
         script = _script(char)
