@@ -38,7 +38,7 @@ from fastapi import APIRouter, Header, HTTPException, Query
 from jinja2 import Environment
 from markupsafe import Markup, escape
 from sqlalchemy.engine import Engine
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette import ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 
 from app import store
@@ -58,6 +58,7 @@ from app.event_types import (
 from app.events import Event, UnknownEventId
 from app.status import DebateStatus
 from app.web.deps import EngineDep, HubDep, TemplatesDep, TimelinesDep
+from app.web.event_stream import LiveEventResponse
 from app.web.offload import off_loop
 from app.web.timelines import Timelines
 from app.web.view import (
@@ -147,7 +148,7 @@ async def _finished_elsewhere(hub: EventBus, status: DebateStatus, debate_id: st
 @router.get(
     "/debates/{debate_id}/stream",
     summary="HTML fragments of a debate as it runs (for the page's htmx)",
-    response_class=EventSourceResponse,
+    response_class=LiveEventResponse,
 )
 async def page_stream(
     debate_id: str,
@@ -157,11 +158,11 @@ async def page_stream(
     timelines: TimelinesDep,
     last_event_id: Annotated[str | None, Query()] = None,
     last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
-) -> EventSourceResponse:
+) -> LiveEventResponse:
     status = await run_in_threadpool(_debate_status, engine, debate_id)
     fragments = Fragments(templates.env, engine, debate_id, timelines)
     after = chosen_last_id(last_event_id_header, last_event_id)
-    return EventSourceResponse(
+    return LiveEventResponse(
         page_events(hub, fragments, debate_id, status=status, last_event_id=after),
         ping=PING_SECONDS,
     )
@@ -349,7 +350,7 @@ def oob_append(selector: str, inner: str | Markup) -> str:
         "process's own): what follows starts over from the first event kept (fetch the "
         "debate for what came before)."
     ),
-    response_class=EventSourceResponse,
+    response_class=LiveEventResponse,
     tags=["api"],
 )
 async def json_stream(
@@ -358,10 +359,10 @@ async def json_stream(
     hub: HubDep,
     last_event_id: Annotated[str | None, Query()] = None,
     last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
-) -> EventSourceResponse:
+) -> LiveEventResponse:
     status = await run_in_threadpool(_debate_status, engine, debate_id)
     after = chosen_last_id(last_event_id_header, last_event_id)
-    return EventSourceResponse(
+    return LiveEventResponse(
         json_events(hub, engine, debate_id, status=status, last_event_id=after),
         ping=PING_SECONDS,
     )
