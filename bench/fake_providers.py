@@ -20,14 +20,19 @@ import argparse
 import json
 import re
 import signal
+import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import httpx
+
+from bench import processes
 
 STAMP_PLACEHOLDER = "@@NOW@@"
 # A plain word, as most tokens are: no ``<`` or ``&`` that Markdown would try as a tag or
@@ -74,6 +79,11 @@ def parse_pace(text: str) -> tuple[str, Pace]:
     return name, Pace(float(delay), float(rate), int(chunk or 1))
 
 
+def pace_argument(name: str, pace: Pace) -> str:
+    """``pace`` for ``name`` (a provider, or ``all``) as ``--pace`` takes it."""
+    return f"{name}={pace.first_token_delay}:{pace.tokens_per_second}:{pace.tokens_per_chunk}"
+
+
 # Tokens per wire event as the real APIs stream them: Anthropic's text deltas carry a few
 # tokens, Gemini's chunks a phrase or more (often far more than 10), OpenAI's chat chunks one.
 REALISTIC_TOKENS_PER_CHUNK = {"anthropic": 3, "gemini": 10, "openai": 1}
@@ -95,6 +105,23 @@ def paces_from(items: list[tuple[str, Pace]], defaults: dict[str, Pace]) -> dict
         else:
             paces[name] = pace
     return paces
+
+
+def start(
+    *, tokens: int, paces: Mapping[str, Pace], log: Path | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """The fake providers in a process of their own, every reply ``tokens`` tokens at
+    ``paces`` (by provider, or ``all``), answering: the process and its URL."""
+    port = processes.free_port()
+    args = processes.python(
+        "-m", "bench.fake_providers", "--port", str(port), "--tokens", str(tokens)
+    )
+    for name, pace in paces.items():
+        args += ["--pace", pace_argument(name, pace)]
+    process = processes.spawn(args, log=log)
+    url = f"http://{processes.HOST}:{port}"
+    processes.wait_until_ready(f"{url}/_fake/requests", process)
+    return process, url
 
 
 def stamps_in(text: str) -> list[float]:

@@ -29,7 +29,9 @@ from app.providers.anthropic import AnthropicProvider
 from app.providers.base import Message, TextDelta
 from app.providers.gemini import GeminiProvider
 from app.providers.openai import OpenAIProvider
-from bench.processes import free_port, python, spawn, stop, wait_until_ready
+from bench.fake_providers import Pace
+from bench.fake_providers import start as start_fake_providers
+from bench.processes import stop
 
 MODEL = "bench-model"
 KEY = "bench-key"
@@ -160,25 +162,11 @@ async def measure(url: str, repeats: int) -> dict[str, tuple[float, float]]:
 def fake_providers(tokens: int) -> Iterator[str]:
     """The benchmark's fake providers in a process of their own, every reply ``tokens``
     tokens, one per event, sent at once; yields their URL."""
-    port = free_port()
-    fake = spawn(
-        python(
-            "-m",
-            "bench.fake_providers",
-            "--port",
-            str(port),
-            "--tokens",
-            str(tokens),
-            "--pace",
-            "all=0:0:1",
-        )
-    )
-    url = f"http://127.0.0.1:{port}"
+    process, url = start_fake_providers(tokens=tokens, paces={"all": Pace(0, 0, 1)})
     try:
-        wait_until_ready(f"{url}/_fake/requests", fake)
         yield url
     finally:
-        stop(fake)
+        stop(process)
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import processes
+from bench import fake_providers, processes
 from bench.clients import DUEL_PROVIDERS
 from bench.fake_providers import Pace
 
@@ -56,18 +56,9 @@ class Stack:
         self._start_app()
 
     def _start_fake(self) -> None:
-        port = processes.free_port()
-        args = processes.python(
-            "-m", "bench.fake_providers", "--port", str(port), "--tokens", str(self.options.tokens)
+        process, self.fake_url = fake_providers.start(
+            tokens=self.options.tokens, paces=self.options.paces, log=self.home / "fake.log"
         )
-        for provider, pace in self.options.paces.items():
-            args += [
-                "--pace",
-                f"{provider}={pace.first_token_delay}:{pace.tokens_per_second}:{pace.tokens_per_chunk}",
-            ]
-        process = processes.spawn(args, log=self.home / "fake.log")
-        self.fake_url = f"http://{processes.HOST}:{port}"
-        processes.wait_until_ready(f"{self.fake_url}/_fake/requests", process)
         self.fake_pid = process.pid
 
     def _start_app(self) -> None:

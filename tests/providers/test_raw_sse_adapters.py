@@ -275,7 +275,7 @@ def chat_chunk(
     choices: bool = True,
 ) -> dict[str, Any]:
     delta = {} if text is None else {"role": "assistant", "content": text}
-    chunk: dict[str, Any] = {
+    return {
         "id": "chatcmpl-1",
         "object": "chat.completion.chunk",
         "choices": (
@@ -283,7 +283,6 @@ def chat_chunk(
         ),
         "usage": usage,
     }
-    return chunk
 
 
 def data_frames(items: Sequence[object], newline: str = "\n", space: str = " ") -> bytes:
