@@ -18,19 +18,25 @@ network partition) and wakes up can write nothing; ``Fence`` also keeps it from 
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Interval, bindparam, func, literal, or_, select, text, update
+from sqlalchemy import Interval, bindparam, func, literal, or_, select, text, tuple_, update
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 
 from app.db import session_scope
 from app.models import ACTIVE_STATUSES, Debate
 from app.status import DebateStatus
+
+log = logging.getLogger(__name__)
 
 _debates: Any = Debate.__table__  # type: ignore[attr-defined]
 
@@ -147,17 +153,28 @@ def hold(session: Session, *, lease: Lease) -> str:
 
 def renew(session: Session, *, lease: Lease) -> str | None:
     """Extend the lease by its length; the debate's status, or None when it was lost."""
-    status = (
-        session.connection()
-        .execute(
+    return renew_all(session, leases=[lease]).get(lease.debate_id)
+
+
+def renew_all(session: Session, *, leases: Collection[Lease]) -> dict[str, str]:
+    """Extend each lease that still holds by its length, all in one statement (per length);
+    the status of each debate whose lease held, by debate id (one missing was lost).
+
+    A lease given up (``release``) is not extended again by a renewal sent before it."""
+    statuses: dict[str, str] = {}
+    by_length: dict[float, list[Lease]] = {}
+    for lease in leases:
+        by_length.setdefault(lease.seconds, []).append(lease)
+    for seconds, group in by_length.items():
+        held = tuple_(_debates.c.id, _debates.c.lease_token, _debates.c.lease_holder)
+        rows = session.connection().execute(
             update(_debates)
-            .where(_debates.c.id == lease.debate_id, _debates.c.lease_token == lease.token)
-            .values(lease_expires_at=_expiry(lease.seconds))
-            .returning(_debates.c.status)
+            .where(held.in_([(lease.debate_id, lease.token, lease.holder) for lease in group]))
+            .values(lease_expires_at=_expiry(seconds))
+            .returning(_debates.c.id, _debates.c.status)
         )
-        .scalar()
-    )
-    return None if status is None else str(status)
+        statuses.update((debate_id, str(status)) for debate_id, status in rows)
+    return statuses
 
 
 def release(session: Session, *, lease: Lease) -> bool:
@@ -206,10 +223,15 @@ class Fence:
         sent_at = time.monotonic()
         with session_scope(self.engine) as session:
             status = renew(session, lease=self.lease)
+        return self.renewed(status, sent_at=sent_at)
+
+    def renewed(self, status: str | None, *, sent_at: float) -> str | None:
+        """Take in the outcome of a renewal sent at ``sent_at`` (the debate's status, or None:
+        the lease was lost); returns the status."""
         if status is None:
             self.lost = True
         else:
-            self._trusted_until = sent_at + self.lease.seconds
+            self._trusted_until = max(self._trusted_until, sent_at + self.lease.seconds)
         return status
 
     def may_publish(self) -> bool:
@@ -224,3 +246,52 @@ class Fence:
             return False
         with session_scope(self.engine) as session:
             return release(session, lease=self.lease)
+
+
+class Renewals:
+    """The leases of every debate a worker runs, renewed together: one transaction a round
+    (``every`` seconds) for all of them, however many debates the worker runs.
+
+    Each debate's keeper asks ``next_status``: the debate's status read by the next round,
+    or None once its lease is lost. A round the database refuses is logged once and its
+    askers wait for the next one (the leases last several rounds)."""
+
+    def __init__(self, engine: Engine, *, every: float) -> None:
+        self._engine = engine
+        self._every = every
+        self._asking: dict[Fence, asyncio.Future[str | None]] = {}
+        self._rounds: asyncio.Task[None] | None = None
+
+    async def next_status(self, fence: Fence) -> str | None:
+        if fence.lost:
+            return None
+        answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self._asking[fence] = answer  # one keeper a debate, asking one round at a time
+        if self._rounds is None or self._rounds.done():
+            self._rounds = asyncio.create_task(self._run_rounds(), name="lease-renewals")
+        return await answer
+
+    async def _run_rounds(self) -> None:
+        while self._asking:
+            await asyncio.sleep(self._every)
+            asking, self._asking = self._asking, {}
+            asking = {fence: answer for fence, answer in asking.items() if not answer.done()}
+            sent_at = time.monotonic()
+            try:
+                statuses = await asyncio.to_thread(self._renew, list(asking))
+            except SQLAlchemyError as error:  # the leases last a while yet: the next round
+                log.warning("%d lease(s) not renewed: %s", len(asking), error)
+                for fence, answer in asking.items():
+                    self._asking.setdefault(fence, answer)
+                continue
+            for fence, answer in asking.items():
+                status = fence.renewed(statuses.get(fence.debate_id), sent_at=sent_at)
+                if not answer.done():
+                    answer.set_result(status)
+
+    def _renew(self, fences: list[Fence]) -> dict[str, str]:
+        held = [fence.lease for fence in fences if not fence.lost]
+        if not held:
+            return {}
+        with session_scope(self._engine) as session:
+            return renew_all(session, leases=held)

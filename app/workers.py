@@ -8,9 +8,9 @@ For each job it is handed, the worker:
 2. runs the debate from its saved turns, with the lease as the runner's fence: every turn
    and the end are written only if the lease is still this worker's, and events are
    published only while it is;
-3. keeps the lease alive each second (``renew_seconds``) and reads the debate's status with
-   the same query: a cancel made on any web node stops the run within about a second, and a
-   lease found lost stops it at once;
+3. keeps the lease alive each second (``renew_seconds``; one statement renews all of the
+   worker's leases) and reads the debate's status with the same query: a cancel made on any
+   web node stops the run within about a second, and a lease found lost stops it at once;
 4. releases the lease, so a resume enqueued meanwhile starts at once.
 
 When the worker is told to stop (SIGTERM, SIGINT) it stops its debates where they are and
@@ -28,7 +28,7 @@ import os
 import socket
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from procrastinate import App, JobContext, RetryStrategy
@@ -49,7 +49,7 @@ from app.debate_queue import (
 )
 from app.event_types import relay
 from app.events import Event, Snapshot
-from app.leases import Fence, Lease, LeaseLost
+from app.leases import Fence, Lease, LeaseLost, Renewals
 from app.migrate import migrate
 from app.providers.base import Provider
 from app.providers.registry import PROVIDER_NAMES, build_provider, close_providers
@@ -159,6 +159,10 @@ class DebateWorker:
     settings: Settings
     name: str
     timing: WorkerTiming
+    renewals: Renewals = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.renewals = Renewals(self.engine, every=self.timing.renew_seconds)
 
     async def run_job(self, *, job_id: int, debate_id: str) -> str:
         """One delivery of a debate's job; what became of the debate (also logged)."""
@@ -268,15 +272,11 @@ class DebateWorker:
             return await self._fail(fence, error)
 
     async def _keep(self, fence: Fence, run: asyncio.Task[Any], stop: _Stop) -> None:
-        """Renew the lease each ``renew_seconds`` and stop the run when it is lost or the
-        debate's status changed under it (cancelled from any node)."""
+        """Have the lease renewed each ``renew_seconds``, with the worker's other leases, and
+        stop the run when it is lost or the debate's status changed under it (cancelled from
+        any node)."""
         while not run.done():
-            await asyncio.sleep(self.timing.renew_seconds)
-            try:
-                status = await asyncio.to_thread(fence.renew)
-            except SQLAlchemyError as error:  # the lease lasts a while yet: try again
-                log.warning("debate %s: lease not renewed: %s", fence.debate_id, error)
-                continue
+            status = await self.renewals.next_status(fence)
             if status is None:
                 stop.reason = "lost"
             elif status in (DebateStatus.RUNNING, DebateStatus.COMPLETED, DebateStatus.FAILED):

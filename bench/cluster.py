@@ -114,19 +114,8 @@ class ClusterStack(Stack):
         self._start_cluster()
 
     def _create_database(self) -> None:
-        name = f"argue_bench_{secrets.token_hex(5)}"
-        self.database_name = name  # before it exists: a Ctrl-C from here on still drops it
-        engine = _admin_engine(self.cluster.postgres_url)
-        try:
-            with engine.connect() as connection:
-                connection.execute(text(f'CREATE DATABASE "{name}"'))
-        finally:
-            engine.dispose()
-        self.database_url = (
-            make_url(self.cluster.postgres_url)
-            .set(database=name)
-            .render_as_string(hide_password=False)
-        )
+        self.database_name = throwaway_database_name()  # a Ctrl-C from here on drops it
+        self.database_url = create_database(self.cluster.postgres_url, self.database_name)
 
     def _start_cluster(self) -> None:
         env = self.app_env()
@@ -236,14 +225,7 @@ class ClusterStack(Stack):
     def _drop_database(self) -> None:
         if not self.database_name:
             return
-        engine = _admin_engine(self.cluster.postgres_url)
-        try:
-            with engine.connect() as connection:
-                connection.execute(
-                    text(f'DROP DATABASE IF EXISTS "{self.database_name}" WITH (FORCE)')
-                )
-        finally:
-            engine.dispose()
+        drop_database(self.cluster.postgres_url, self.database_name)
         self.database_name = ""
 
     def _delete_redis_keys(self) -> None:
@@ -257,6 +239,30 @@ class ClusterStack(Stack):
         finally:
             client.close()
         self.redis_prefix = ""
+
+
+def throwaway_database_name() -> str:
+    return f"argue_bench_{secrets.token_hex(5)}"
+
+
+def create_database(admin_url: str, name: str) -> str:
+    """Create database ``name`` on ``admin_url``'s server; its URL."""
+    engine = _admin_engine(admin_url)
+    try:
+        with engine.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        engine.dispose()
+    return make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_database(admin_url: str, name: str) -> None:
+    engine = _admin_engine(admin_url)
+    try:
+        with engine.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        engine.dispose()
 
 
 def redis_keys(url: str, prefix: str) -> list[bytes]:
