@@ -279,8 +279,11 @@ class Renewals:
             sent_at = time.monotonic()
             try:
                 statuses = await asyncio.to_thread(self._renew, list(asking))
-            except SQLAlchemyError as error:  # the leases last a while yet: the next round
-                log.warning("%d lease(s) not renewed: %s", len(asking), error)
+            except Exception as error:  # the leases last a while yet: the next round
+                if isinstance(error, SQLAlchemyError):
+                    log.warning("%d lease(s) not renewed: %s", len(asking), error)
+                else:  # a bug: said in full, and the rounds go on
+                    log.exception("%d lease(s) not renewed", len(asking))
                 for fence, answer in asking.items():
                     self._asking.setdefault(fence, answer)
                 continue

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 
 from app.db import session_scope
 from app.leases import Fence, Lease, Renewals, release, renew_all
@@ -118,3 +119,32 @@ def test_a_keeper_that_stops_asking_leaves_the_others_rounds_going(pg_engine: En
         return [await renewals.next_status(fence_two) for _ in range(3)]
 
     assert asyncio.run(scenario()) == ["running"] * 3
+
+
+class RefusedOnce(Renewals):
+    """Renewals whose first round finds the database away."""
+
+    refused = 0
+
+    def _renew(self, fences: list[Fence]) -> dict[str, str]:
+        if not self.refused:
+            self.refused += 1
+            raise OperationalError(
+                "UPDATE debate ...", {}, Exception("server closed the connection")
+            )
+        return super()._renew(fences)
+
+
+def test_a_round_the_database_refuses_leaves_its_askers_to_the_next_round(
+    pg_engine: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    fence = Fence(pg_engine, taken(pg_engine, "w1/job-1", seconds=5.0), taken_at=time.monotonic())
+
+    async def ask() -> tuple[str | None, int]:
+        renewals = RefusedOnce(pg_engine, every=ROUND_SECONDS)
+        status = await renewals.next_status(fence)
+        return status, renewals.refused
+
+    assert asyncio.run(ask()) == ("running", 1)
+    assert "1 lease(s) not renewed: " in caplog.text and "server closed" in caplog.text
+    assert not fence.lost
