@@ -247,20 +247,19 @@ def throwaway_database_name() -> str:
 
 def create_database(admin_url: str, name: str) -> str:
     """Create database ``name`` on ``admin_url``'s server; its URL."""
-    engine = _admin_engine(admin_url)
-    try:
-        with engine.connect() as connection:
-            connection.execute(text(f'CREATE DATABASE "{name}"'))
-    finally:
-        engine.dispose()
+    _as_admin(admin_url, f'CREATE DATABASE "{name}"')
     return make_url(admin_url).set(database=name).render_as_string(hide_password=False)
 
 
 def drop_database(admin_url: str, name: str) -> None:
+    _as_admin(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _as_admin(admin_url: str, statement: str) -> None:
     engine = _admin_engine(admin_url)
     try:
         with engine.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            connection.execute(text(statement))
     finally:
         engine.dispose()
 
