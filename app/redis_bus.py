@@ -99,6 +99,7 @@ T = TypeVar("T")
 # An entry id: ASCII digits only, at most 20 each (Redis's ids are two 64-bit numbers).
 _STREAM_ID = re.compile(r"(?P<ms>[0-9]{1,20})-(?P<seq>[0-9]{1,20})", re.ASCII)
 FROM_START = "0-0"
+_LARGEST_ID_PART = 2**64 - 1
 # Errors after which the same command may succeed later: the server is down, restarting or
 # loading its data.
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, OSError)
@@ -176,11 +177,13 @@ class _Reader:
 
 
 def stream_position(raw: str) -> tuple[int, int] | None:
-    """An entry id as numbers, for ordering; None when it is not one."""
+    """An entry id as numbers, for ordering; None when it is not one (Redis refuses an id
+    with a part past 64 bits as a command's argument)."""
     match = _STREAM_ID.fullmatch(raw)
     if match is None:
         return None
-    return int(match["ms"]), int(match["seq"])
+    position = int(match["ms"]), int(match["seq"])
+    return position if max(position) <= _LARGEST_ID_PART else None
 
 
 def _position(event_id: str) -> tuple[int, int]:

@@ -35,6 +35,11 @@ MALFORMED = [
     "0x1-1",
     "😀-1",
     "\x00",
+    # Past what a stream id can hold (two 64-bit numbers): Redis refuses such an id outright.
+    f"1-{2**64}",
+    f"{2**64}-0",
+    "9" * 20 + "-" + "9" * 20,
+    f"{2**64 - 1}-{2**64 - 1}",  # the largest there is: never an entry of these streams
 ]
 
 
