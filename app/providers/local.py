@@ -155,7 +155,7 @@ def _load(path: Path, n_ctx: int, threads: int | None) -> LoadedModel:
         if key not in _models:
             Llama = _import_llama_cpp().Llama
 
-            with _without_weight_repacking():
+            with _without_weight_repacking(), _output_left_alone():
                 llama = Llama(
                     model_path=str(path),
                     n_ctx=n_ctx,
@@ -202,6 +202,44 @@ def _without_weight_repacking() -> Iterator[None]:
         yield
     finally:
         bindings.llama_model_default_params = original
+
+
+class _LeaveOutputAlone:
+    """Stands in for llama-cpp-python's ``suppress_stdout_stderr``: does nothing."""
+
+    def __init__(self, disable: bool = True) -> None:
+        del disable
+
+    def __enter__(self) -> _LeaveOutputAlone:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+@contextlib.contextmanager
+def _output_left_alone() -> Iterator[None]:
+    """Load without llama-cpp-python pointing the process's stdout and stderr at /dev/null.
+
+    With ``verbose=False`` it quiets a load that way: every thread's output, for the whole
+    load, so what a worker or the server logged meanwhile was lost. The load is quiet
+    without it (llama.cpp's messages reach a log callback that drops all but errors, and
+    the bindings' own prints are only made when verbose), so the redirection is switched
+    off for the duration of the load; callers hold ``_models_lock``.
+    """
+    # The very modules whose loading code calls it (each imported the name for itself).
+    modules: list[Any] = [
+        importlib.import_module(name) for name in ("llama_cpp.llama", "llama_cpp._internals")
+    ]
+    patched = [module for module in modules if hasattr(module, "suppress_stdout_stderr")]
+    originals = [module.suppress_stdout_stderr for module in patched]
+    for module in patched:
+        module.suppress_stdout_stderr = _LeaveOutputAlone
+    try:
+        yield
+    finally:
+        for module, original in zip(patched, originals, strict=True):
+            module.suppress_stdout_stderr = original
 
 
 # ------------------------------------------------------------------------ fitting the context
