@@ -57,6 +57,11 @@ def run(args: argparse.Namespace) -> int:
     from app.providers.base import ProviderError
     from app.providers.registry import build_provider, default_model
 
+    if args.max_tokens is not None and args.max_tokens < 1:
+        print(
+            f"argue ask: --max-tokens must be at least 1 (got {args.max_tokens})", file=sys.stderr
+        )
+        return 2
     prompt = _prompt(args.prompt)
     if not prompt:
         print("argue ask: give a prompt (an argument, or text on stdin)", file=sys.stderr)
@@ -68,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"argue ask: {args.provider} is not configured: {status.reason}", file=sys.stderr)
         return 2
     model = args.model or default_model(args.provider, settings)
-    max_tokens = args.max_tokens or settings.max_output_tokens
+    max_tokens = settings.max_output_tokens if args.max_tokens is None else args.max_tokens
     try:
         reply = asyncio.run(
             _ask(

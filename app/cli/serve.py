@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+MAX_PORT = 65535
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 
 
@@ -50,6 +51,12 @@ def run(args: argparse.Namespace) -> int:
     from app.migrate import migrate
     from app.web.app import create_app
 
+    if not 0 <= args.port <= MAX_PORT:  # 0: the system picks a free port
+        print(
+            f"argue serve: --port must be between 0 and {MAX_PORT} (got {args.port})",
+            file=sys.stderr,
+        )
+        return 2
     settings = guarded(get_settings(), args.host)
     if not queue_reachable(settings):
         return 2

@@ -165,6 +165,14 @@ def test_ask_an_unconfigured_provider_says_why_and_exits_2(argue: Argue) -> None
     assert "anthropic is not configured: ANTHROPIC_API_KEY not set" in result.err
 
 
+@pytest.mark.parametrize("cap", ["0", "-3"])
+def test_ask_refuses_a_reply_cap_below_one_token(argue: Argue, cap: str) -> None:
+    result = argue("ask", "--provider", "local", "--max-tokens", cap, "hello")
+    assert result.code == 2
+    assert result.out == ""
+    assert f"argue ask: --max-tokens must be at least 1 (got {cap})" in result.err
+
+
 def test_ask_with_no_prompt_exits_2(argue: Argue, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("sys.stdin", None)
     result = argue("ask", "--provider", "local")
