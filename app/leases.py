@@ -165,8 +165,8 @@ def renew_all(session: Session, *, leases: Collection[Lease]) -> dict[str, str]:
     by_length: dict[float, list[Lease]] = {}
     for lease in leases:
         by_length.setdefault(lease.seconds, []).append(lease)
+    held = tuple_(_debates.c.id, _debates.c.lease_token, _debates.c.lease_holder)
     for seconds, group in by_length.items():
-        held = tuple_(_debates.c.id, _debates.c.lease_token, _debates.c.lease_holder)
         rows = session.connection().execute(
             update(_debates)
             .where(held.in_([(lease.debate_id, lease.token, lease.holder) for lease in group]))

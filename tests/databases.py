@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.engine import Engine, make_url
 
 from app.db import make_engine
@@ -123,3 +126,20 @@ def drop_database(admin_url: str, name: str) -> None:
             connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     finally:
         engine.dispose()
+
+
+@contextmanager
+def statements_sent(engine: Engine, verb: str) -> Iterator[list[str]]:
+    """The statements beginning with ``verb`` (``SELECT``, ``UPDATE``…) that ``engine``
+    sends while this is open."""
+    statements: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.lstrip().upper().startswith(verb):
+            statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", record)

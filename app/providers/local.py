@@ -197,24 +197,13 @@ def _without_weight_repacking() -> Iterator[None]:
             params.use_extra_bufts = False
         return params
 
-    bindings.llama_model_default_params = defaults
-    try:
+    with _replaced(bindings, "llama_model_default_params", defaults):
         yield
-    finally:
-        bindings.llama_model_default_params = original
 
 
-class _LeaveOutputAlone:
-    """Stands in for llama-cpp-python's ``suppress_stdout_stderr``: does nothing."""
-
-    def __init__(self, disable: bool = True) -> None:
-        del disable
-
-    def __enter__(self) -> _LeaveOutputAlone:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
+def _no_redirection(disable: bool = True) -> contextlib.nullcontext[None]:
+    """Stands in for llama-cpp-python's ``suppress_stdout_stderr``: redirects nothing."""
+    return contextlib.nullcontext()
 
 
 @contextlib.contextmanager
@@ -227,19 +216,24 @@ def _output_left_alone() -> Iterator[None]:
     the bindings' own prints are only made when verbose), so the redirection is switched
     off for the duration of the load; callers hold ``_models_lock``.
     """
-    # The very modules whose loading code calls it (each imported the name for itself).
-    modules: list[Any] = [
-        importlib.import_module(name) for name in ("llama_cpp.llama", "llama_cpp._internals")
-    ]
-    patched = [module for module in modules if hasattr(module, "suppress_stdout_stderr")]
-    originals = [module.suppress_stdout_stderr for module in patched]
-    for module in patched:
-        module.suppress_stdout_stderr = _LeaveOutputAlone
+    with contextlib.ExitStack() as stack:
+        # The very modules whose loading code calls it (each imported the name for itself).
+        for name in ("llama_cpp.llama", "llama_cpp._internals"):
+            module = importlib.import_module(name)
+            if hasattr(module, "suppress_stdout_stderr"):
+                stack.enter_context(_replaced(module, "suppress_stdout_stderr", _no_redirection))
+        yield
+
+
+@contextlib.contextmanager
+def _replaced(owner: Any, name: str, value: Any) -> Iterator[None]:
+    """``owner.name`` is ``value`` until the block ends."""
+    original = getattr(owner, name)
+    setattr(owner, name, value)
     try:
         yield
     finally:
-        for module, original in zip(patched, originals, strict=True):
-            module.suppress_stdout_stderr = original
+        setattr(owner, name, original)
 
 
 # ------------------------------------------------------------------------ fitting the context

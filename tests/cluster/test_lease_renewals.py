@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
 from app.db import session_scope
 from app.leases import Fence, Lease, Renewals, release, renew_all
 from tests.cluster.test_fencing import new_debate, take
+from tests.databases import statements_sent
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -37,26 +37,6 @@ def taken(engine: Engine, holder: str, seconds: float) -> Lease:
     return lease
 
 
-class Updates:
-    """The UPDATE statements an engine sends while this is open."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.statements: list[str] = []
-
-    def _seen(self, *args: Any) -> None:
-        statement = args[2]
-        if statement.lstrip().upper().startswith("UPDATE"):
-            self.statements.append(statement)
-
-    def __enter__(self) -> Updates:
-        event.listen(self.engine, "before_cursor_execute", self._seen)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        event.remove(self.engine, "before_cursor_execute", self._seen)
-
-
 def test_one_statement_a_round_renews_every_lease_a_worker_holds(pg_engine: Engine) -> None:
     leases = [taken(pg_engine, f"w1/job-{number}", seconds=5.0) for number in range(8)]
     fences = [Fence(pg_engine, lease, taken_at=time.monotonic()) for lease in leases]
@@ -66,11 +46,11 @@ def test_one_statement_a_round_renews_every_lease_a_worker_holds(pg_engine: Engi
         renewals = Renewals(pg_engine, every=ROUND_SECONDS)
         return await asyncio.gather(*(renewals.next_status(fence) for fence in fences))
 
-    with Updates(pg_engine) as updates:
+    with statements_sent(pg_engine, "UPDATE") as updates:
         statuses = asyncio.run(one_round())
 
     assert statuses == ["running"] * len(fences)
-    assert len(updates.statements) == 1, updates.statements
+    assert len(updates) == 1, updates
     for lease in leases:
         left = seconds_left(pg_engine, lease.debate_id)
         assert left is not None and left > 4.5, (lease.debate_id, left)

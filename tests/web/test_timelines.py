@@ -5,14 +5,11 @@ progress is the same as one computed from the database."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 from app import store
@@ -24,23 +21,9 @@ from app.web.deps import make_templates
 from app.web.stream import Fragments
 from app.web.timelines import Timeline, Timelines
 from app.web.view import group_turns, merge_turns, progress_of
+from tests.databases import statements_sent
 
 SEATS = (Seat("claude", "Claude", "anthropic"), Seat("gemini", "Gemini", "gemini"))
-
-
-@contextmanager
-def counting_selects(engine: Engine) -> Iterator[list[str]]:
-    statements: list[str] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        if statement.lstrip().upper().startswith("SELECT"):
-            statements.append(statement)
-
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield statements
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
 
 
 def started(key: str, role: str, round: int, phase: str) -> dict[str, Any]:
@@ -113,18 +96,18 @@ def test_turn_events_render_from_the_timeline_not_the_database(engine: Engine) -
 
     first = render("turn_started", started("r1.opening.claude", "claude", 1, "opening"))
     assert "Round 1 of up to 4" in first
-    with counting_selects(engine) as selects:
+    with statements_sent(engine, "SELECT") as selects:
         html = render("turn_started", started("r1.opening.gemini", "gemini", 1, "opening"))
     assert selects == [] and "r1-opening-gemini" in html
 
     save_turn(engine, debate_id, "r1.opening.claude", "claude", 1, "opening")
-    with counting_selects(engine) as selects:
+    with statements_sent(engine, "SELECT") as selects:
         html = render("turn_completed", {"key": "r1.opening.claude"})
     assert len(selects) == 1 and "The text of r1.opening.claude." in html
 
     save_turn(engine, debate_id, "r1.opening.gemini", "gemini", 1, "opening")
     render("turn_completed", {"key": "r1.opening.gemini"})
-    with counting_selects(engine) as selects:
+    with statements_sent(engine, "SELECT") as selects:
         html = render("turn_started", started("r2.rebuttal.claude", "claude", 2, "rebuttal"))
     assert selects == [] and "Round 2 of up to 4" in html
     # What the timeline holds is what the database holds.
@@ -163,10 +146,10 @@ def test_the_least_recently_used_timeline_is_dropped_past_capacity(engine: Engin
     timelines.get(ids[1])
     assert timelines.get(ids[0]) is first  # used again: now the most recent
     timelines.get(ids[2])  # drops ids[1], the least recently used
-    with counting_selects(engine) as selects:
+    with statements_sent(engine, "SELECT") as selects:
         assert timelines.get(ids[0]) is first
     assert selects == []
-    with counting_selects(engine) as selects:
+    with statements_sent(engine, "SELECT") as selects:
         timelines.get(ids[1])
     assert selects
 
@@ -194,7 +177,7 @@ def test_a_completed_turn_event_carrying_its_saved_turn_reads_nothing(engine: En
         "verdict": None,
         "ended_early": None,
     }
-    with counting_selects(engine) as selects:
+    with statements_sent(engine, "SELECT") as selects:
         message = fragments.for_event(Event(2, "e", debate_id, "turn_completed", carried))
     assert selects == []
     assert message is not None
