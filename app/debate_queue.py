@@ -276,7 +276,7 @@ class DebateQueue:
     async def wait(self, debate_id: str, *, poll_seconds: float = 0.5) -> DebateStatus | None:
         """Until the debate is no longer queued or running; its status."""
         while True:
-            status = self._status(debate_id)
+            status = await asyncio.to_thread(self._status, debate_id)
             if status is None or not status.is_active:
                 return status
             await asyncio.sleep(poll_seconds)

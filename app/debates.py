@@ -21,6 +21,7 @@ from pydantic import (
     field_validator,
 )
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from app import store
 from app.config import Settings
@@ -338,11 +339,31 @@ def _chosen(default: Seat, choice: SeatChoice | None, request: DebateRequest) ->
     return Seat(role=default.role, label=default.label, provider=provider, model=model)
 
 
-def create(engine: Engine, *, prepared: PreparedDebate, settings: Settings) -> Debate:
+def save_new(
+    session: Session,
+    *,
+    prepared: PreparedDebate,
+    settings: Settings,
+    rerun_of: str | None = None,
+) -> Debate:
+    """The prepared debate saved as queued, in ``session``'s transaction."""
+    return store.create_debate(
+        session,
+        spec=prepared.spec,
+        token_budget=settings.debate_token_budget,
+        rerun_of=rerun_of,
+    )
+
+
+def create(
+    engine: Engine,
+    *,
+    prepared: PreparedDebate,
+    settings: Settings,
+    rerun_of: str | None = None,
+) -> Debate:
     with session_scope(engine) as session:
-        return store.create_debate(
-            session, spec=prepared.spec, token_budget=settings.debate_token_budget
-        )
+        return save_new(session, prepared=prepared, settings=settings, rerun_of=rerun_of)
 
 
 def seat_overrides(pairs: Mapping[str, str]) -> dict[str, SeatChoice]:

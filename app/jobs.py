@@ -13,18 +13,19 @@ ones of the same debate are still stopping waits for them before it begins.
 
 With a ``queue`` (``ARGUE_RUN_DEBATES=workers``, ``app.debate_queue``) this process runs no
 debate: start and resume enqueue a job for an ``argue worker`` (in the same transaction as
-the status change), cancel marks the debate so whichever worker runs it stops, and start-up
-resumes nothing, since recovering a dead worker's debates is the queue's job.
+the new debate or the status change), cancel marks the debate so whichever worker runs it
+stops, and start-up resumes nothing, since recovering a dead worker's debates is the queue's job.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import anyio.to_thread
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -33,6 +34,7 @@ from app.bus import EventBus
 from app.config import Settings
 from app.db import session_scope
 from app.followups import FollowUpRefused, money_spent, refusal
+from app.models import Debate
 from app.providers.base import Provider
 from app.runner import Runner, RunResult, Sleep
 from app.status import DebateStatus
@@ -86,6 +88,28 @@ class JobManager:
         if pending:
             log.info("resuming %d interrupted debate(s)", len(pending))
         return pending
+
+    async def create(self, save: Callable[[Session], Debate]) -> Debate:
+        """Save a new debate (``save`` writes it, queued, in the session it is given) and
+        have it run. With workers its job is enqueued in the same transaction, so no debate
+        is saved without the job that runs it, nor a job without its debate. The transaction
+        runs in a request thread: a web node's event loop, which streams every debate, never
+        waits on the database for it. Without workers the job starts here once committed.
+        Shielded: a request that goes away meanwhile still leaves a debate that runs."""
+        return await asyncio.shield(self._create(save))
+
+    async def _create(self, save: Callable[[Session], Debate]) -> Debate:
+        def save_and_enqueue() -> Debate:
+            with session_scope(self.engine) as session:
+                debate = save(session)
+                if self.queue is not None:
+                    self.queue.defer(session, debate_id=debate.id)
+                return debate
+
+        debate = await anyio.to_thread.run_sync(save_and_enqueue)
+        if self.queue is None:
+            self.submit(debate.id)
+        return debate
 
     def submit(self, debate_id: str) -> None:
         """Queue a debate to run; it starts when a slot is free."""

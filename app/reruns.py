@@ -17,14 +17,21 @@ from sqlalchemy.engine import Engine
 from app import store
 from app.config import Settings
 from app.db import session_scope
-from app.debates import MAX_SEATS, PreparedDebate, SeatChoice, SeatError, seat_error_message
+from app.debates import (
+    MAX_SEATS,
+    PreparedDebate,
+    SeatChoice,
+    SeatError,
+    create,
+    seat_error_message,
+)
 from app.models import Debate
 from app.providers.base import ProviderStatus
 from app.providers.registry import resolve_seat
 from app.spec import DebateSpec, Seat
 from app.status import DebateStatus
 
-__all__ = ["RerunRefused", "RerunRequest", "rerun_spec", "start_rerun"]
+__all__ = ["RerunRefused", "RerunRequest", "prepare_rerun", "rerun_spec", "start_rerun"]
 
 
 class RerunRequest(BaseModel):
@@ -69,6 +76,24 @@ def rerun_spec(
     return PreparedDebate(spec=spec, notes=tuple(notes))
 
 
+def prepare_rerun(
+    engine: Engine,
+    *,
+    debate_id: str,
+    seats: Mapping[str, SeatChoice],
+    statuses: Sequence[ProviderStatus],
+) -> PreparedDebate:
+    """The re-run of the debate, ready to save with ``rerun_of``. Raises ``LookupError`` (no
+    such debate), ``RerunRefused`` (still running) or ``SeatError``."""
+    with session_scope(engine) as session:
+        original = store.get_debate(session, debate_id=debate_id)
+        if original is None:
+            raise LookupError(f"No debate {debate_id}.")
+        if DebateStatus(original.status).is_active:
+            raise RerunRefused(f"The debate is {original.status}: re-run it once it has finished.")
+        return rerun_spec(store.debate_spec(original), seats, statuses=statuses)
+
+
 def start_rerun(
     engine: Engine,
     *,
@@ -77,19 +102,8 @@ def start_rerun(
     statuses: Sequence[ProviderStatus],
     settings: Settings,
 ) -> tuple[Debate, PreparedDebate]:
-    """Save the re-run as a queued debate (the caller submits its job). Raises
-    ``LookupError`` (no such debate), ``RerunRefused`` (still running) or ``SeatError``."""
-    with session_scope(engine) as session:
-        original = store.get_debate(session, debate_id=debate_id)
-        if original is None:
-            raise LookupError(f"No debate {debate_id}.")
-        if DebateStatus(original.status).is_active:
-            raise RerunRefused(f"The debate is {original.status}: re-run it once it has finished.")
-        prepared = rerun_spec(store.debate_spec(original), seats, statuses=statuses)
-        debate = store.create_debate(
-            session,
-            spec=prepared.spec,
-            token_budget=settings.debate_token_budget,
-            rerun_of=original.id,
-        )
-        return debate, prepared
+    """Save the re-run as a queued debate (the caller submits its job); raises as
+    ``prepare_rerun`` does."""
+    prepared = prepare_rerun(engine, debate_id=debate_id, seats=seats, statuses=statuses)
+    debate = create(engine, prepared=prepared, settings=settings, rerun_of=debate_id)
+    return debate, prepared

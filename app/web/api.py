@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from functools import partial
+from typing import Annotated, Any, Literal, NoReturn
 
 from fastapi import APIRouter, HTTPException, Query, Response
 from fastapi.exceptions import RequestValidationError
@@ -300,9 +301,7 @@ async def start_debate(
         raise RequestValidationError(field_errors(("seats",), str(error))) from error
     except debates.BudgetError as error:
         raise RequestValidationError(field_errors(("budget_usd",), str(error))) from error
-    # In a thread: fifty debates started at once are fifty commits the loop would wait on.
-    debate = await run_in_threadpool(debates.create, engine, prepared=prepared, settings=settings)
-    jobs.submit(debate.id)
+    debate = await jobs.create(partial(debates.save_new, prepared=prepared, settings=settings))
     return debate_out(debate, [], prices, prepared.notes)
 
 
@@ -350,8 +349,8 @@ async def cancel_debate(
     debate_id: str, engine: EngineDep, jobs: JobsDep, settings: SettingsDep
 ) -> DebateSummary:
     if not await jobs.cancel(debate_id):
-        _conflict(engine, debate_id, "cannot be cancelled")
-    return _summary(engine, debate_id, settings)
+        await _conflict(engine, debate_id, "cannot be cancelled")
+    return await _summary(engine, debate_id, settings)
 
 
 @router.post(
@@ -361,8 +360,8 @@ async def resume_debate(
     debate_id: str, engine: EngineDep, jobs: JobsDep, settings: SettingsDep
 ) -> DebateSummary:
     if not jobs.resume(debate_id):
-        _conflict(engine, debate_id, "cannot be resumed")
-    return _summary(engine, debate_id, settings)
+        await _conflict(engine, debate_id, "cannot be resumed")
+    return await _summary(engine, debate_id, settings)
 
 
 @router.delete(
@@ -405,7 +404,7 @@ async def ask_followup(
         raise HTTPException(404, f"No debate {cut(debate_id)}.") from error
     except FollowUpRefused as error:
         raise HTTPException(409, str(error)) from error
-    return _summary(engine, debate_id, settings)
+    return await _summary(engine, debate_id, settings)
 
 
 @router.post(
@@ -429,8 +428,8 @@ async def rerun_debate(
 ) -> RerunOut:
     seats = body.seats if body is not None else {}
     try:
-        debate, prepared = reruns.start_rerun(
-            engine, debate_id=debate_id, seats=seats, statuses=statuses, settings=settings
+        prepared = await run_in_threadpool(
+            reruns.prepare_rerun, engine, debate_id=debate_id, seats=seats, statuses=statuses
         )
     except LookupError as error:
         raise HTTPException(404, f"No debate {cut(debate_id)}.") from error
@@ -438,23 +437,35 @@ async def rerun_debate(
         raise HTTPException(409, str(error)) from error
     except debates.SeatError as error:
         raise RequestValidationError(field_errors(("seats",), str(error))) from error
-    jobs.submit(debate.id)
-    summary = _summary(engine, debate.id, settings)
+    debate = await jobs.create(
+        partial(debates.save_new, prepared=prepared, settings=settings, rerun_of=debate_id)
+    )
+    summary = await _summary(engine, debate.id, settings)
     return RerunOut(**summary.model_dump(), notes=list(prepared.notes))
 
 
-def _summary(engine: Any, debate_id: str, settings: Settings) -> DebateSummary:
-    prices = pricing.price_table(settings.data_dir)
-    with session_scope(engine) as session:
-        debate = _get(session, debate_id)
-        spent = spending.debate_total(session, prices=prices, debate_id=debate_id)
-        return DebateSummary(**summary_of(debate, spent))
+# The async handlers' reads run in request threads: on the event loop, each would hold up
+# every live stream for a database round trip.
 
 
-def _conflict(engine: Any, debate_id: str, what: str) -> None:
-    with session_scope(engine) as session:
-        debate = _get(session, debate_id)
-        raise HTTPException(409, f"The debate is {debate.status}: it {what}.")
+async def _summary(engine: Any, debate_id: str, settings: Settings) -> DebateSummary:
+    def read() -> DebateSummary:
+        prices = pricing.price_table(settings.data_dir)
+        with session_scope(engine) as session:
+            debate = _get(session, debate_id)
+            spent = spending.debate_total(session, prices=prices, debate_id=debate_id)
+            return DebateSummary(**summary_of(debate, spent))
+
+    return await run_in_threadpool(read)
+
+
+async def _conflict(engine: Any, debate_id: str, what: str) -> NoReturn:
+    def read() -> str:
+        with session_scope(engine) as session:
+            return _get(session, debate_id).status
+
+    status = await run_in_threadpool(read)
+    raise HTTPException(409, f"The debate is {status}: it {what}.")
 
 
 health_router = APIRouter()

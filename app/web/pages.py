@@ -8,6 +8,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -27,7 +28,7 @@ from app.models import ACTIVE_STATUSES, DEBATE_STATUSES, Debate, Turn
 from app.pricing import BUDGET_REACHED, Total
 from app.providers.base import ProviderStatus
 from app.resources import STATIC_DIR
-from app.spec import SEEDS, TOPIC_TYPES
+from app.spec import SEEDS, TOPIC_TYPES, DebateSpec
 from app.status import DebateStatus
 from app.web import sequels
 from app.web.deps import (
@@ -162,14 +163,17 @@ async def create_from_form(
             state = FormState(state.values, {"budget_usd": str(error)})
             status_code = 422
         else:
-            debate = await run_in_threadpool(
-                debates.create, engine, prepared=prepared, settings=settings
+            debate = await jobs.create(
+                partial(debates.save_new, prepared=prepared, settings=settings)
             )
-            jobs.submit(debate.id)
             return RedirectResponse(f"/debates/{debate.id}", status_code=303)
-    with session_scope(engine) as session:
-        recent, _ = store.list_debate_rows(session, per_page=RECENT_COUNT)
-        costs = row_costs(session, request, recent)
+
+    def recent_rows() -> tuple[list[Any], dict[str, Total]]:
+        with session_scope(engine) as session:
+            recent, _ = store.list_debate_rows(session, per_page=RECENT_COUNT)
+            return recent, row_costs(session, request, recent)
+
+    recent, costs = await run_in_threadpool(recent_rows)
     prices = pricing.price_table(settings.data_dir)
     context = form_context(state, statuses, recent, prices.prices)
     context["costs"] = costs
@@ -403,20 +407,21 @@ async def rerun_from_form(
     templates: TemplatesDep,
     statuses: StatusesDep,
 ) -> Response:
-    with session_scope(engine) as session:
-        spec = store.debate_spec(_get(session, debate_id))
+    spec = await run_in_threadpool(_spec_of, engine, debate_id)
     form = await read_form(request.headers, request.stream())
     values = {name: value.text for name, value in form.fields.items()}
     seats, problem = sequels.read_rerun_seats(spec, values)
     if problem is None:
         try:
-            debate, _ = reruns.start_rerun(
-                engine, debate_id=debate_id, seats=seats, statuses=statuses, settings=settings
+            prepared = await run_in_threadpool(
+                reruns.prepare_rerun, engine, debate_id=debate_id, seats=seats, statuses=statuses
             )
         except (reruns.RerunRefused, debates.SeatError) as error:
             problem = str(error)
         else:
-            jobs.submit(debate.id)
+            debate = await jobs.create(
+                partial(debates.save_new, prepared=prepared, settings=settings, rerun_of=debate_id)
+            )
             return RedirectResponse(f"/debates/{debate.id}", status_code=303)
     typed = sequels.SequelInput(rerun_values=values, rerun_error=problem)
     return await _page_again(request, debate_id, typed, 422, (engine, hub, templates))
@@ -437,14 +442,14 @@ def compare_page(
 
 @router.post("/debates/{debate_id}/cancel", summary="Cancel a debate (form)")
 async def cancel_from_form(debate_id: str, engine: EngineDep, jobs: JobsDep) -> Response:
-    _require(engine, debate_id)
+    await run_in_threadpool(_require, engine, debate_id)
     await jobs.cancel(debate_id)
     return RedirectResponse(f"/debates/{debate_id}", status_code=303)
 
 
 @router.post("/debates/{debate_id}/resume", summary="Resume a failed or cancelled debate (form)")
 async def resume_from_form(debate_id: str, engine: EngineDep, jobs: JobsDep) -> Response:
-    _require(engine, debate_id)
+    await run_in_threadpool(_require, engine, debate_id)
     jobs.resume(debate_id)
     return RedirectResponse(f"/debates/{debate_id}", status_code=303)
 
@@ -528,3 +533,8 @@ def _finished(session: Any, debate_id: str) -> Debate:
 def _require(engine: Any, debate_id: str) -> None:
     with session_scope(engine) as session:
         _get(session, debate_id)
+
+
+def _spec_of(engine: Any, debate_id: str) -> DebateSpec:
+    with session_scope(engine) as session:
+        return store.debate_spec(_get(session, debate_id))

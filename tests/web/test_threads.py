@@ -5,11 +5,7 @@ and never on the event loop itself."""
 from __future__ import annotations
 
 import asyncio
-import threading
-import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import pytest
 from fastapi import FastAPI
@@ -18,43 +14,10 @@ from fastapi.testclient import TestClient
 from app import debates
 from app.ledger import LEDGER_THREADS, Ledger
 from app.threads import REQUEST_THREADS, Lane
+from app.web import api
+from tests.concurrency import Concurrency
 from tests.web.conftest import start_duel, wait_for_debate
 from tests.web.test_routes import form_fields
-
-
-class Concurrency:
-    """How many calls of a function ran at once, at most, and in which threads."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._running = 0
-        self.most = 0
-        self.threads: set[str] = set()
-        self.on_loop = 0
-
-    def wrap(self, work: Callable[..., Any], *, hold: float = 0.0) -> Callable[..., Any]:
-        def wrapped(*args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                self._running += 1
-                self.most = max(self.most, self._running)
-                self.threads.add(threading.current_thread().name)
-                self.on_loop += _loop_running()
-            try:
-                time.sleep(hold)
-                return work(*args, **kwargs)
-            finally:
-                with self._lock:
-                    self._running -= 1
-
-        return wrapped
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 def test_a_burst_of_requests_to_plain_handlers_runs_in_at_most_the_request_threads(
@@ -92,7 +55,7 @@ def test_a_new_debate_is_written_from_a_thread_not_the_event_loop(
     client: TestClient, monkeypatch: pytest.MonkeyPatch, started_from: str
 ) -> None:
     seen = Concurrency()
-    monkeypatch.setattr(debates, "create", seen.wrap(debates.create))
+    monkeypatch.setattr(debates, "save_new", seen.wrap(debates.save_new))
     if started_from == "api":
         debate_id = start_duel(client)
     else:
@@ -112,3 +75,21 @@ def test_the_runner_writes_turns_in_its_ledger_threads(
     assert [wait_for_debate(client, debate_id) for debate_id in ids] == ["completed"] * 4
     assert seen.threads and all(name.startswith("argue-ledger_") for name in seen.threads)
     assert seen.most <= LEDGER_THREADS and seen.on_loop == 0
+
+
+def test_answers_to_cancel_resume_and_follow_up_read_the_debate_from_a_request_thread(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    debate_id = start_duel(client)
+    assert wait_for_debate(client, debate_id) == "completed"
+    seen = Concurrency()
+    monkeypatch.setattr(api, "session_scope", seen.wrap(api.session_scope))
+
+    cancel = client.post(f"/api/debates/{debate_id}/cancel")
+    resume = client.post(f"/api/debates/{debate_id}/resume")
+    asked = client.post(f"/api/debates/{debate_id}/followups", json={"question": "And tea?"})
+
+    assert cancel.status_code == resume.status_code == 409
+    assert "completed" in cancel.json()["detail"]
+    assert asked.status_code == 202 and asked.json()["id"] == debate_id
+    assert seen.threads and seen.on_loop == 0
