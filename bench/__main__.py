@@ -226,6 +226,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="a PostgreSQL database whose user may create databases: the run's is made beside it",
     )
     cluster.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    cluster.add_argument(
+        "--stream-tap",
+        action="store_true",
+        help="with --cluster: also time each token to its debate's Redis stream (the workers' "
+        "side of the latency), from a reader of the bench's own that takes a little CPU",
+    )
     return parser.parse_args(argv)
 
 
@@ -478,6 +484,7 @@ def main(argv: list[str] | None = None) -> int:
         provider_worker=args.provider_worker,
         viewer_stream=args.viewer_stream,
         duel_providers=args.duel_providers,
+        stream_tap=args.stream_tap,
     )
     # SIGTERM ends the run like Ctrl-C: through the finally below, which stops the children.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine, make_url
 
 from bench import processes
 from bench.stack import Stack, app_command
+from bench.stream_tap import StreamTap
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -194,6 +195,16 @@ class ClusterStack(Stack):
             min(p.at for p in parts),
             sum(p.cpu_seconds for p in parts),
             sum(p.rss_bytes for p in parts),
+        )
+
+    def stream_tap(self, seconds: float) -> StreamTap | None:
+        if not self.options.stream_tap:
+            return None
+        return StreamTap(
+            redis_url=self.cluster.redis_url,
+            prefix=self.redis_prefix,
+            seconds=seconds,
+            home=self.home,
         )
 
     def worker_pid(self) -> int | None:

@@ -4,7 +4,8 @@ and the whole result written as JSON.
 For a cluster run (``--cluster W``) the table adds what the cluster costs: CPU seconds per
 1,000 tokens of the workers and of the web nodes, measured per process over the latency
 window, and the debates one core carries at that pace (1 / the CPU seconds per second one
-debate takes); with ``--compare``, the in-process latency beside the cluster's.
+debate takes); the workers' side of the latency (token to Redis stream, ``bench.stream_tap``);
+with ``--compare``, the in-process latency beside the cluster's.
 """
 
 from __future__ import annotations
@@ -89,6 +90,14 @@ def _cluster_rows(result: dict[str, Any], latency: dict[str, Any]) -> list[Row]:
                 _fmt(extra, " ms"),
                 "<= 15 ms",
                 _le(extra, 15),
+            )
+        )
+    stream = latency.get("token_to_stream") or {}
+    if stream:
+        out.append(
+            Row(
+                f"token->Redis stream p50 / p99 (workers' side), {shape}",
+                f"{_fmt(stream.get('p50_ms'))} / {_fmt(stream.get('p99_ms'), ' ms')}",
             )
         )
     cost = CpuCost.of(latency)

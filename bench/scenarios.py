@@ -330,6 +330,7 @@ async def load(
     app0, fake0 = stack.app_usage(), processes.usage(stack.fake_pid)
     web0, own0 = processes.usage(stack.app_pid), processes.usage(os.getpid())
     parts0 = stack.process_usages()
+    tap = stack.stream_tap(shape.window)
     samples.open = True
     window_opened = time.monotonic()
     await asyncio.sleep(shape.window)
@@ -344,6 +345,7 @@ async def load(
     probes = (await asyncio.gather(probe, return_exceptions=True))[0]
     probe_times = probes if isinstance(probes, list) else []
     profiled = await profiler.wait() if profiler else False
+    tapped = await tap.result() if tap else None
 
     # A slot may be starting its replacement as the window closes: wait for it, so that
     # debate too is known, and cancelled with every other one still running.
@@ -377,6 +379,10 @@ async def load(
         # second, over its whole connection.
         "events_per_viewer_per_second": _event_rate(results),
         "token_to_viewer": latency_summary(samples.latencies),
+        # A cluster's tokens from the fake's stamp to their debate's Redis stream (the
+        # workers' side of the latency above), and what reading them took of the cores.
+        "token_to_stream": tapped and tapped["token_to_stream"],
+        "stream_tap_cpu_utilisation": tapped and tapped["cpu_utilisation"],
         # The p99 of each second of the window: whether debates ending and starting (a
         # turnover) set the p99.
         "token_to_viewer_p99_by_second_ms": p99_by_second(

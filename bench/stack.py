@@ -19,6 +19,7 @@ from pathlib import Path
 from bench import fake_providers, processes
 from bench.clients import DUEL_PROVIDERS
 from bench.fake_providers import Pace
+from bench.stream_tap import StreamTap
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class StackOptions:
     viewer_stream: str = "page"
     # The providers of a duel's two seats.
     duel_providers: tuple[str, str] = DUEL_PROVIDERS
+    # A cluster's: time tokens to their Redis streams too (``bench.stream_tap``).
+    stream_tap: bool = False
 
 
 @dataclass
@@ -134,6 +137,11 @@ class Stack:
         return processes.Usage(
             web.at, web.cpu_seconds + extra.cpu_seconds, web.rss_bytes + extra.rss_bytes
         )
+
+    def stream_tap(self, seconds: float) -> StreamTap | None:
+        """A reader of the live events from outside the app for a measuring window: only a
+        cluster's are there to read (in its Redis streams)."""
+        return None
 
     def worker_pid(self) -> int | None:
         """The app's provider worker process, once its first call has started it."""

@@ -1,0 +1,101 @@
+"""The benchmark's stream tap (``bench.stream_tap``): from outside the app, it times each
+stamped token from its stamp to its arrival in its debate's Redis stream, counting only what
+arrives while it reads, and only debates' streams (not the bus's wake streams).
+
+Needs Redis on 127.0.0.1:6379; skips, saying how to start it, when it is missing (and fails
+instead under ARGUE_TESTS_NO_SKIP=1, as in CI)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from bench.fake_providers import STAMP_PLACEHOLDER, STAMPED_TOKEN
+from bench.report import rows
+from bench.stream_tap import SCAN_SECONDS, StreamTap, tap
+from tests.bench.test_cluster_figures import cluster_result
+from tests.bus.conftest import (
+    REDIS_URL,
+    redis_prefix,  # noqa: F401  (a fixture: Redis keys of a test)
+)
+
+TAP_SECONDS = 1.5
+AGE_SECONDS = 0.2  # how old each token is when it is written to the stream
+
+
+def stamped(*, age: float, tokens: int = 1) -> str:
+    stamp = f"{time.monotonic() - age:.6f}"
+    return json.dumps(
+        {"key": "r1.claude", "text": STAMPED_TOKEN.replace(STAMP_PLACEHOLDER, stamp) * tokens}
+    )
+
+
+def test_the_tap_times_each_token_from_its_stamp_to_its_debates_stream(
+    redis_prefix: str,  # noqa: F811  (the fixture imported above)
+) -> None:
+    client = redis.Redis.from_url(REDIS_URL)
+    debate = f"{redis_prefix}0123abcd"
+    wake = f"{redis_prefix}wake:node-a"
+    # Written before the tap reads: history, not what it is to time.
+    client.xadd(debate, {"type": "delta", "data": stamped(age=5.0, tokens=3)})
+    measured: dict[str, Any] = {}
+    reader = threading.Thread(
+        target=lambda: measured.update(tap(REDIS_URL, redis_prefix, TAP_SECONDS))
+    )
+    reader.start()
+    time.sleep(SCAN_SECONDS * 1.5)  # the tap has found the stream
+    client.xadd(debate, {"type": "status", "data": json.dumps({"status": "running"})})
+    for _ in range(4):
+        client.xadd(debate, {"type": "delta", "data": stamped(age=AGE_SECONDS, tokens=2)})
+    client.xadd(wake, {"type": "delta", "data": stamped(age=9.0)})
+    reader.join()
+    client.close()
+
+    assert measured["streams"] == 1
+    latency = measured["token_to_stream"]
+    assert latency["samples"] == 8
+    assert AGE_SECONDS * 1000 <= latency["p50_ms"] <= latency["max_ms"] < 2000
+    assert 0 < measured["cpu_utilisation"] < 1
+
+
+def test_a_cluster_run_shows_the_workers_side_of_the_latency() -> None:
+    result = cluster_result(None)
+    result["latency"]["token_to_stream"] = {"samples": 900, "p50_ms": 21.5, "p99_ms": 60.4}
+    found = [r for r in rows(result) if r.figure.startswith("token->Redis stream p50 / p99")]
+    assert [r.value for r in found] == ["21.5 / 60.4 ms"]
+    del result["latency"]["token_to_stream"]
+    assert not any("Redis stream" in r.figure for r in rows(result))
+
+
+def test_the_tap_in_its_own_process_reports_what_it_read_in_its_window(
+    redis_prefix: str,  # noqa: F811  (the fixture imported above)
+    tmp_path: Path,
+) -> None:
+    client = redis.Redis.from_url(REDIS_URL)
+    debate = f"{redis_prefix}4567cdef"
+    client.xadd(debate, {"type": "status", "data": json.dumps({"status": "running"})})
+    process_tap = StreamTap(
+        redis_url=REDIS_URL, prefix=redis_prefix, seconds=TAP_SECONDS * 2, home=tmp_path
+    )
+    # Written throughout the window (the process needs a moment to start and find the
+    # stream): some of these arrive while it reads.
+    written = 0
+    until = time.monotonic() + TAP_SECONDS * 3
+    while time.monotonic() < until:
+        client.xadd(debate, {"type": "delta", "data": stamped(age=AGE_SECONDS)})
+        written += 1
+        time.sleep(0.05)
+    client.close()
+
+    measured = asyncio.run(process_tap.result())
+
+    assert measured is not None
+    latency = measured["token_to_stream"]
+    assert 0 < latency["samples"] < written
+    assert latency["p50_ms"] >= AGE_SECONDS * 1000
