@@ -11,20 +11,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from app import store
 from app.config import Settings
 from app.db import session_scope
-from app.debates import DebateRequest, SeatChoice, create, prepare
+from app.debates import DebateRequest, SeatChoice, create, prepare, save_new
 from app.events import Event, EventHub
 from app.jobs import JobManager
 from app.ledger import Ledger
+from app.models import Debate
 from app.providers.base import Finished, Message, ProviderStatus, TextDelta, Usage
 from app.providers.registry import provider_statuses
 from tests.conftest import fake_settings
@@ -391,3 +394,36 @@ def test_a_job_marks_a_queued_or_crash_left_running_debate_running(
     assert Ledger(engine).start(left_running).running is True
     assert status(engine, queued) == status(engine, left_running) == "running"
     assert debate_row(engine, queued).started_at is not None
+
+
+# -- creating a debate -----------------------------------------------------------------------
+
+
+async def test_a_debate_whose_request_went_away_while_it_was_saved_still_runs(
+    engine: Engine, hub: EventHub, fake_llm: FakeLLMServer, tmp_path: Path, provider: GatedProvider
+) -> None:
+    settings = fake_settings(fake_llm, tmp_path / "argue-home")
+    jobs = manager(engine, hub, settings, provider)
+    seats = {role: SeatChoice(provider="openai") for role in ("claude", "gemini")}
+    prepared = prepare(
+        DebateRequest(topic=ALPHA, rounds=1, seats=seats), statuses=provider_statuses(settings)
+    )
+    saving, go_on = threading.Event(), threading.Event()
+    saved: list[str] = []
+
+    def save_slowly(session: Session) -> Debate:
+        saving.set()
+        go_on.wait(WAIT_SECONDS)
+        debate = save_new(session, prepared=prepared, settings=settings)
+        saved.append(debate.id)
+        return debate
+
+    request = asyncio.create_task(jobs.create(save_slowly))
+    await asyncio.to_thread(saving.wait, WAIT_SECONDS)
+    request.cancel()  # the client hung up while its debate was being written
+    go_on.set()
+    with pytest.raises(asyncio.CancelledError):
+        await request
+
+    await provider.until(lambda: len(saved) == 1 and provider.calls_for(ALPHA) >= 1)
+    assert await final_status(jobs, saved[0]) == "completed"
