@@ -23,7 +23,8 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import anyio.to_thread
 from sqlalchemy.engine import Engine
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from app.debate_queue import DebateQueue
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 Job = asyncio.Task[RunResult | None]
 
@@ -196,21 +198,72 @@ class JobManager:
     def resume(self, debate_id: str) -> bool:
         """Continue a failed or cancelled debate from its last completed turn. Checked under
         the debate's row lock: two nodes resuming it at once queue it once."""
-        with session_scope(self.engine) as session:
-            debate = store.get_debate(session, debate_id=debate_id, for_update=True)
-            if debate is None or not DebateStatus(debate.status).is_resumable:
-                return False
-            self._requeue(session, debate_id)
-        self._announce_requeued(debate_id)
-        return True
+        resumed = self._mark_resumed(debate_id)
+        if resumed:
+            self._announce_requeued(debate_id)
+        return resumed
+
+    async def resume_requested(self, debate_id: str, *, answer: Callable[[], R]) -> R | None:
+        """``resume``, for a web request (``_requeue_requested``): what ``answer`` reads, or
+        None if the debate cannot be resumed."""
+        resumed, answered = await self._requeue_requested(self._mark_resumed, debate_id, answer)
+        return answered if resumed else None
 
     def follow_up(self, debate_id: str, question: str) -> int:
         """Save a follow-up question on a completed debate and queue the debate again: its
         format plans the answers, run like any turns. The question's number (1 for the
         first). Raises ``LookupError`` (no such debate) or ``FollowUpRefused`` (its status
-        or budget does not allow it). Checked and queued with no await between, as
-        ``resume`` is (under the debate's row lock), so a question never lands on a debate
-        that is running."""
+        or budget does not allow it). Checked and queued in one transaction, as ``resume``
+        is (under the debate's row lock), so a question never lands on a debate that is
+        running."""
+        number = self._add_follow_up(debate_id, question=question)
+        self._announce_requeued(debate_id)
+        return number
+
+    async def follow_up_requested(
+        self, debate_id: str, question: str, *, answer: Callable[[], R]
+    ) -> R:
+        """``follow_up``, for a web request (``_requeue_requested``): what ``answer`` reads.
+        Raises as ``follow_up`` does."""
+        _, answered = await self._requeue_requested(
+            partial(self._add_follow_up, question=question), debate_id, answer
+        )
+        return cast(R, answered)  # a follow-up is queued or raises: it was answered
+
+    async def _requeue_requested(
+        self, requeue: Callable[[str], object], debate_id: str, answer: Callable[[], R]
+    ) -> tuple[bool, R | None]:
+        """Run ``requeue`` (a transaction that marks the debate queued, or answers a false
+        value), then ``answer`` (what the request answers, read before this process starts
+        the debate's job: without workers it always sees the debate queued), and announce
+        the debate queued. With workers both run in a request thread: the debate's row lock
+        orders the transaction against every other node and thread, and the node's event
+        loop, which streams every debate, does not wait on the database. Without workers
+        both run on the loop: there, checking the status and starting the job with no
+        await between is what keeps a racing cancel consistent. Whether the debate was
+        queued, and the answer (None, and ``answer`` not called, when it was not)."""
+
+        def requeue_then_answer() -> tuple[bool, R | None]:
+            done = bool(requeue(debate_id))
+            return done, answer() if done else None
+
+        if self.queue is None:
+            done, answered = requeue_then_answer()
+        else:
+            done, answered = await anyio.to_thread.run_sync(requeue_then_answer)
+        if done:
+            self._announce_requeued(debate_id)
+        return done, answered
+
+    def _mark_resumed(self, debate_id: str) -> bool:
+        with session_scope(self.engine) as session:
+            debate = store.get_debate(session, debate_id=debate_id, for_update=True)
+            if debate is None or not DebateStatus(debate.status).is_resumable:
+                return False
+            self._requeue(session, debate_id)
+        return True
+
+    def _add_follow_up(self, debate_id: str, *, question: str) -> int:
         with session_scope(self.engine) as session:
             debate = store.get_debate(session, debate_id=debate_id, for_update=True)
             if debate is None:
@@ -218,9 +271,8 @@ class JobManager:
             spent = money_spent(session, debate, data_dir=self.settings.data_dir)
             if (reason := refusal(debate, spent_usd=spent)) is not None:
                 raise FollowUpRefused(reason)
-            number = store.add_followup(session, debate_id=debate_id, question=question)
+            number: int = store.add_followup(session, debate_id=debate_id, question=question)
             self._requeue(session, debate_id)
-        self._announce_requeued(debate_id)
         return number
 
     def _requeue(self, session: Session, debate_id: str) -> None:

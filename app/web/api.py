@@ -359,9 +359,12 @@ async def cancel_debate(
 async def resume_debate(
     debate_id: str, engine: EngineDep, jobs: JobsDep, settings: SettingsDep
 ) -> DebateSummary:
-    if not jobs.resume(debate_id):
+    summary = await jobs.resume_requested(
+        debate_id, answer=partial(_read_summary, engine, debate_id, settings)
+    )
+    if summary is None:
         await _conflict(engine, debate_id, "cannot be resumed")
-    return await _summary(engine, debate_id, settings)
+    return summary
 
 
 @router.delete(
@@ -399,12 +402,13 @@ async def ask_followup(
     settings: SettingsDep,
 ) -> DebateSummary:
     try:
-        jobs.follow_up(debate_id, body.question)
+        return await jobs.follow_up_requested(
+            debate_id, body.question, answer=partial(_read_summary, engine, debate_id, settings)
+        )
     except LookupError as error:
         raise HTTPException(404, f"No debate {cut(debate_id)}.") from error
     except FollowUpRefused as error:
         raise HTTPException(409, str(error)) from error
-    return await _summary(engine, debate_id, settings)
 
 
 @router.post(
@@ -440,23 +444,25 @@ async def rerun_debate(
     debate = await jobs.create(
         partial(debates.save_new, prepared=prepared, settings=settings, rerun_of=debate_id)
     )
-    summary = await _summary(engine, debate.id, settings)
-    return RerunOut(**summary.model_dump(), notes=list(prepared.notes))
+    # Built from the debate as saved: read again, its job might have started meanwhile.
+    summary = summary_of(debate, pricing.total(pricing.price_table(settings.data_dir), []))
+    return RerunOut(**summary, notes=list(prepared.notes))
 
 
 # The async handlers' reads run in request threads: on the event loop, each would hold up
 # every live stream for a database round trip.
 
 
-async def _summary(engine: Any, debate_id: str, settings: Settings) -> DebateSummary:
-    def read() -> DebateSummary:
-        prices = pricing.price_table(settings.data_dir)
-        with session_scope(engine) as session:
-            debate = _get(session, debate_id)
-            spent = spending.debate_total(session, prices=prices, debate_id=debate_id)
-            return DebateSummary(**summary_of(debate, spent))
+def _read_summary(engine: Any, debate_id: str, settings: Settings) -> DebateSummary:
+    prices = pricing.price_table(settings.data_dir)
+    with session_scope(engine) as session:
+        debate = _get(session, debate_id)
+        spent = spending.debate_total(session, prices=prices, debate_id=debate_id)
+        return DebateSummary(**summary_of(debate, spent))
 
-    return await run_in_threadpool(read)
+
+async def _summary(engine: Any, debate_id: str, settings: Settings) -> DebateSummary:
+    return await run_in_threadpool(_read_summary, engine, debate_id, settings)
 
 
 async def _conflict(engine: Any, debate_id: str, what: str) -> NoReturn:

@@ -389,7 +389,7 @@ async def followup_from_form(
         wrong = sequels.SequelInput(question=typed, followup_error=problem)
         return await _page_again(request, debate_id, wrong, 422, deps)
     try:
-        jobs.follow_up(debate_id, question)
+        await jobs.follow_up_requested(debate_id, question, answer=_nothing)
     except FollowUpRefused as error:
         refused = sequels.SequelInput(question=typed, followup_error=str(error))
         return await _page_again(request, debate_id, refused, 409, deps)
@@ -450,7 +450,7 @@ async def cancel_from_form(debate_id: str, engine: EngineDep, jobs: JobsDep) -> 
 @router.post("/debates/{debate_id}/resume", summary="Resume a failed or cancelled debate (form)")
 async def resume_from_form(debate_id: str, engine: EngineDep, jobs: JobsDep) -> Response:
     await run_in_threadpool(_require, engine, debate_id)
-    jobs.resume(debate_id)
+    await jobs.resume_requested(debate_id, answer=_nothing)
     return RedirectResponse(f"/debates/{debate_id}", status_code=303)
 
 
@@ -533,6 +533,10 @@ def _finished(session: Any, debate_id: str) -> Debate:
 def _require(engine: Any, debate_id: str) -> None:
     with session_scope(engine) as session:
         _get(session, debate_id)
+
+
+def _nothing() -> None:
+    """What a form's request reads once its debate is queued: nothing (it redirects)."""
 
 
 def _spec_of(engine: Any, debate_id: str) -> DebateSpec:

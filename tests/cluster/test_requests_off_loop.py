@@ -1,7 +1,9 @@
-"""A web node in workers mode saves a new debate and the job that runs it in one transaction,
-in a request thread: never a queued debate that no worker will take (the job's insert failed
-after the debate was committed), and never a database round trip on the event loop that
-streams every debate."""
+"""A web node in workers mode queues debates from request threads, never with a database round
+trip on the event loop that streams every debate: a new debate is saved in one transaction
+with the job that runs it (never a queued debate that no worker will take because the job's
+insert failed after the debate was committed), and a resume or a follow-up question marks the
+debate queued in one transaction with its job.
+"""
 
 from __future__ import annotations
 
@@ -30,14 +32,14 @@ class QueueRefused(RuntimeError):
     """The job's insert failing, as it would with the database going away mid-request."""
 
 
-def finished_debate(engine: Engine) -> str:
+def finished_debate(engine: Engine, status: DebateStatus = DebateStatus.COMPLETED) -> str:
     spec = DebateSpec(
         topic="Tea or coffee",
         seats=(Seat("claude", "Claude", "anthropic"), Seat("gemini", "Gemini", "gemini")),
     )
     with session_scope(engine) as session:
         debate_id = store.create_debate(session, spec=spec).id
-        store.set_status(session, debate_id=debate_id, status=DebateStatus.COMPLETED)
+        store.set_status(session, debate_id=debate_id, status=status)
     return debate_id
 
 
@@ -96,3 +98,26 @@ def test_a_debate_whose_job_cannot_be_enqueued_is_not_saved(
 
     assert debate_count(pg_engine) == 0
     assert queue_jobs(pg_engine) == []
+
+
+@pytest.mark.parametrize("asked", ["resume", "followup"])
+def test_a_resume_or_a_follow_up_queues_the_debate_from_a_request_thread(
+    web_node: Callable[[], TestClient],
+    pg_engine: Engine,
+    monkeypatch: pytest.MonkeyPatch,
+    asked: str,
+) -> None:
+    seen = Concurrency()
+    monkeypatch.setattr(DebateQueue, "defer", seen.wrap(DebateQueue.defer))
+    client = web_node()
+    if asked == "resume":
+        debate_id = finished_debate(pg_engine, DebateStatus.CANCELLED)
+        response = client.post(f"/api/debates/{debate_id}/resume")
+    else:
+        debate_id = finished_debate(pg_engine)
+        response = client.post(f"/api/debates/{debate_id}/followups", json={"question": "Why?"})
+
+    assert response.status_code in (200, 202), response.text
+    assert response.json()["status"] == "queued"
+    assert [(job["lock"], job["status"]) for job in queue_jobs(pg_engine)] == [(debate_id, "todo")]
+    assert seen.most == 1 and seen.on_loop == 0
