@@ -14,12 +14,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import collector, pricing, vendored
 from app.bus import bus_from_settings
 from app.config import Settings, get_settings
-from app.db import get_engine
+from app.db import database_failure, get_engine
 from app.jobs import JobManager
 from app.migrate import migrate
 from app.providers.base import Provider, ProviderError
@@ -39,6 +40,9 @@ from app.web.deps import ProviderStatuses, compile_all, make_templates
 from app.web.timelines import Timelines
 
 log = logging.getLogger(__name__)
+
+DATABASE_DOWN = "The database is not answering: try again in a moment."
+DATABASE_RETRY_SECONDS = 5
 
 
 def available_providers(settings: Settings) -> dict[str, Provider]:
@@ -142,6 +146,7 @@ def create_app(
     app.include_router(api.health_router)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
+    app.add_exception_handler(OperationalError, _database_down)
     security.install(app, settings)
     return app
 
@@ -164,8 +169,22 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         "error.html",
         {"status_code": exc.status_code, "detail": exc.detail},
         status_code=exc.status_code,
+        headers=exc.headers,
     )
     return response
+
+
+async def _database_down(request: Request, exc: Exception) -> Response:
+    """503 when the database refuses or does not answer (a server restarting, a file locked
+    too long): not a fault of the request, and asking again may work. Which database and
+    the driver's own words, with no password, go to the log; whoever asked is told only to
+    try again."""
+    reason = database_failure(exc, request.app.state.settings) or str(exc)
+    log.warning("%s %s: %s", request.method, request.url.path, reason)
+    refusal = StarletteHTTPException(
+        503, DATABASE_DOWN, headers={"Retry-After": str(DATABASE_RETRY_SECONDS)}
+    )
+    return await _http_error(request, refusal)
 
 
 __all__ = ["create_app"]
