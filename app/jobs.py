@@ -28,12 +28,13 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 import anyio.to_thread
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
 from app import store
 from app.bus import EventBus
 from app.config import Settings
-from app.db import session_scope
+from app.db import database_failure, session_scope
 from app.followups import FollowUpRefused, money_spent, refusal
 from app.models import Debate
 from app.providers.base import Provider
@@ -45,6 +46,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
+
+DATABASE_STOPPED = "the database stopped answering: resume the debate to go on from its last turn"
+RECORD_RETRY_FIRST_SECONDS = 0.5
+RECORD_RETRY_MAX_SECONDS = 30.0
 
 Job = asyncio.Task[RunResult | None]
 
@@ -156,17 +161,42 @@ class JobManager:
             log.exception("debate %s crashed", debate_id)
             if self._current(debate_id) is not asyncio.current_task():
                 return None  # an older job, already replaced: the debate is not its to fail
-            reason = f"internal error: {type(error).__name__}: {error}"
-            with session_scope(self.engine) as session:
-                store.finish_debate(
-                    session,
-                    debate_id=debate_id,
-                    status=DebateStatus.FAILED,
-                    outcome=None,
-                    reason=reason,
-                )
+            if isinstance(error, OperationalError):
+                reason = DATABASE_STOPPED
+            else:
+                reason = f"internal error: {type(error).__name__}: {error}"
+            await self._record_failure(debate_id, reason)
             self.hub.publish(debate_id, "end", {"status": DebateStatus.FAILED, "reason": reason})
             return RunResult(DebateStatus.FAILED, reason)
+
+    async def _record_failure(self, debate_id: str, reason: str) -> None:
+        """Mark the debate failed, and so resumable. When the database is what failed, this
+        waits for it to answer again: a failure not recorded would leave the debate showing
+        as running, with no job to run it, until the next start."""
+        retry_in = RECORD_RETRY_FIRST_SECONDS
+        while True:
+            try:
+                await asyncio.to_thread(self._finish_failed, debate_id, reason)
+                return
+            except OperationalError as error:
+                log.warning(
+                    "debate %s failed and the database does not answer (%s): trying again in %g s",
+                    debate_id,
+                    database_failure(error, self.settings) or error,
+                    retry_in,
+                )
+            await self.sleep(retry_in)
+            retry_in = min(retry_in * 2, RECORD_RETRY_MAX_SECONDS)
+
+    def _finish_failed(self, debate_id: str, reason: str) -> None:
+        with session_scope(self.engine) as session:
+            store.finish_debate(
+                session,
+                debate_id=debate_id,
+                status=DebateStatus.FAILED,
+                outcome=None,
+                reason=reason,
+            )
 
     async def cancel(self, debate_id: str) -> bool:
         """Stop a queued or running debate; its completed turns stay saved."""
