@@ -235,9 +235,8 @@ class JobManager:
 
     async def resume_requested(self, debate_id: str, *, answer: Callable[[], R]) -> R | None:
         """``resume``, for a web request (``_requeue_requested``): what ``answer`` reads, or
-        None if the debate cannot be resumed."""
-        resumed, answered = await self._requeue_requested(self._mark_resumed, debate_id, answer)
-        return answered if resumed else None
+        None if the debate cannot be resumed (so an ``answer`` of None tells nothing)."""
+        return await self._requeue_requested(self._mark_resumed, debate_id, answer)
 
     def follow_up(self, debate_id: str, question: str) -> int:
         """Save a follow-up question on a completed debate and queue the debate again: its
@@ -255,14 +254,14 @@ class JobManager:
     ) -> R:
         """``follow_up``, for a web request (``_requeue_requested``): what ``answer`` reads.
         Raises as ``follow_up`` does."""
-        _, answered = await self._requeue_requested(
+        answered = await self._requeue_requested(
             partial(self._add_follow_up, question=question), debate_id, answer
         )
         return cast(R, answered)  # a follow-up is queued or raises: it was answered
 
     async def _requeue_requested(
         self, requeue: Callable[[str], object], debate_id: str, answer: Callable[[], R]
-    ) -> tuple[bool, R | None]:
+    ) -> R | None:
         """Run ``requeue`` (a transaction that marks the debate queued, or answers a false
         value), then ``answer`` (what the request answers, read before this process starts
         the debate's job: without workers it always sees the debate queued), and announce
@@ -270,8 +269,8 @@ class JobManager:
         orders the transaction against every other node and thread, and the node's event
         loop, which streams every debate, does not wait on the database. Without workers
         both run on the loop: there, checking the status and starting the job with no
-        await between is what keeps a racing cancel consistent. Whether the debate was
-        queued, and the answer (None, and ``answer`` not called, when it was not)."""
+        await between is what keeps a racing cancel consistent. The answer; None, and
+        ``answer`` not called, when the debate was not queued."""
 
         def requeue_then_answer() -> tuple[bool, R | None]:
             done = bool(requeue(debate_id))
@@ -283,7 +282,7 @@ class JobManager:
             done, answered = await anyio.to_thread.run_sync(requeue_then_answer)
         if done:
             self._announce_requeued(debate_id)
-        return done, answered
+        return answered
 
     def _mark_resumed(self, debate_id: str) -> bool:
         with session_scope(self.engine) as session:

@@ -381,8 +381,8 @@ async def load(
         "token_to_viewer": latency_summary(samples.latencies),
         # A cluster's tokens from the fake's stamp to their debate's Redis stream (the
         # workers' side of the latency above), and what reading them took of the cores.
-        "token_to_stream": tapped and tapped["token_to_stream"],
-        "stream_tap_cpu_utilisation": tapped and tapped["cpu_utilisation"],
+        "token_to_stream": (tapped or {}).get("token_to_stream"),
+        "stream_tap_cpu_utilisation": (tapped or {}).get("cpu_utilisation"),
         # The p99 of each second of the window: whether debates ending and starting (a
         # turnover) set the p99.
         "token_to_viewer_p99_by_second_ms": p99_by_second(

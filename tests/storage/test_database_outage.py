@@ -63,14 +63,19 @@ def take_connections(database: ThrowawayDatabase, *, allowed: bool) -> None:
         engine.dispose()
 
 
+def app_client(database: ThrowawayDatabase, fake_llm: FakeLLMServer, tmp_path: Path) -> TestClient:
+    """The app, in one process, on the test's database."""
+    settings = fake_settings(fake_llm, tmp_path / "home", database_url=database.url)
+    return TestClient(create_app(settings, providers=http_providers(settings)))
+
+
 def test_requests_during_a_database_outage_are_told_to_try_again_and_work_once_it_is_back(
     database: ThrowawayDatabase,
     fake_llm: FakeLLMServer,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    settings = fake_settings(fake_llm, tmp_path / "home", database_url=database.url)
-    with TestClient(create_app(settings, providers=http_providers(settings))) as client:
+    with app_client(database, fake_llm, tmp_path) as client:
         debate_id = start_duel(client)
         take_connections(database, allowed=False)
         try:
@@ -100,10 +105,9 @@ def test_a_debate_the_outage_stopped_is_recorded_failed_once_the_database_is_bac
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    settings = fake_settings(fake_llm, tmp_path / "home", database_url=database.url)
     fake_llm.set_default_token_delay(0.05)
     with (
-        TestClient(create_app(settings, providers=http_providers(settings))) as client,
+        app_client(database, fake_llm, tmp_path) as client,
         caplog.at_level(logging.WARNING, logger="app.jobs"),
     ):
         debate_id = start_duel(client)
