@@ -129,6 +129,36 @@ def usage(pid: int) -> Usage:
     return Usage(time.monotonic(), (utime + stime) / _CLOCK_TICKS, rss)
 
 
+def cores_busy_seconds() -> float:
+    """CPU seconds the whole machine has spent busy since boot, all cores together: user,
+    nice, system, interrupts and steal; idle and waiting for I/O are not busy."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+    return (user + nice + system + irq + softirq + steal) / _CLOCK_TICKS
+
+
+# The shared services a cluster runs on, by the command name their processes carry.
+SERVICES = {"Redis": ("redis-server",), "PostgreSQL": ("postgres", "postmaster")}
+
+
+def services_cpu_seconds() -> dict[str, float]:
+    """CPU seconds every process of each of ``SERVICES`` has used (the machine's own Redis
+    and PostgreSQL: whatever else uses them counts too). A process that ends between two
+    readings takes its seconds with it, so a difference of two readings is a lower bound."""
+    totals = dict.fromkeys(SERVICES, 0.0)
+    owner = {command: name for name, commands in SERVICES.items() for command in commands}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = (entry / "stat").read_text()
+            name = owner.get(stat[stat.index("(") + 1 : stat.rindex(")")])
+            if name is not None:
+                fields = stat[stat.rindex(")") + 2 :].split()
+                totals[name] += (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+    return totals
+
+
 def cpu_seconds_between(before: dict[str, Usage], after: dict[str, Usage]) -> dict[str, float]:
     """CPU seconds each named process used between two readings (those read both times)."""
     return {

@@ -76,13 +76,37 @@ class CpuCost:
         return self.tokens / self.seconds / self.debates
 
 
+def _cores_row(result: dict[str, Any], latency: dict[str, Any], shape: str) -> Row | None:
+    """How busy the machine's cores were over the window, and who kept them busy: full
+    cores, not the app's own work, are what a latency past its target then measures."""
+    busy = latency.get("machine_cores_busy")
+    if busy is None:
+        return None
+    services = latency.get("services_cpu_utilisation") or {}
+    parts = [
+        ("app", latency.get("app_cpu_utilisation")),
+        ("fakes", latency.get("fake_cpu_utilisation")),
+        ("viewers", latency.get("clients_cpu_utilisation")),
+        *((name, services.get(name)) for name in ("Redis", "PostgreSQL")),
+    ]
+    cpus = (result.get("machine") or {}).get("cpus", "?")
+    return Row(
+        f"cores busy of {cpus} ({' / '.join(name for name, _ in parts)}), {shape}",
+        f"{_fmt(busy)} ({' / '.join(_fmt(value) for _, value in parts)})",
+    )
+
+
 def _cluster_rows(result: dict[str, Any], latency: dict[str, Any]) -> list[Row]:
     out: list[Row] = []
     shape = f"{latency['debates']} duels x {latency['viewers_per_debate']} viewers"
     here = latency["token_to_viewer"]["p99_ms"]
-    there = (result.get("in_process") or {}).get("latency", {}).get("token_to_viewer", {})
+    in_process = (result.get("in_process") or {}).get("latency", {})
+    there = in_process.get("token_to_viewer", {})
     if there:
         out.append(Row(f"in-process token->viewer p99, {shape}", _fmt(there.get("p99_ms"), " ms")))
+        cores = _cores_row(result, in_process, f"in-process, {shape}")
+        if cores is not None:
+            out.append(cores)
         extra = None if here is None or there.get("p99_ms") is None else here - there["p99_ms"]
         out.append(
             Row(
@@ -202,6 +226,9 @@ def rows(result: dict[str, Any]) -> list[Row]:
                 _fmt(latency["app_cpu_seconds_per_1000_tokens"]),
             )
         )
+        cores = _cores_row(result, latency, shape)
+        if cores is not None:
+            out.append(cores)
         cost = CpuCost.of(latency)
         if cost is not None:
             everything = sum(cost.worker_cpu.values()) + sum(cost.web_cpu.values())

@@ -330,6 +330,7 @@ async def load(
     app0, fake0 = stack.app_usage(), processes.usage(stack.fake_pid)
     web0, own0 = processes.usage(stack.app_pid), processes.usage(os.getpid())
     parts0 = stack.process_usages()
+    busy0, services0 = processes.cores_busy_seconds(), processes.services_cpu_seconds()
     tap = stack.stream_tap(shape.window)
     samples.open = True
     window_opened = time.monotonic()
@@ -340,6 +341,7 @@ async def load(
     app1, fake1 = stack.app_usage(), processes.usage(stack.fake_pid)
     web1, own1 = processes.usage(stack.app_pid), processes.usage(os.getpid())
     parts1 = stack.process_usages()
+    busy1, services1 = processes.cores_busy_seconds(), processes.services_cpu_seconds()
     lags = await lag.stop()
     probe.cancel()
     probes = (await asyncio.gather(probe, return_exceptions=True))[0]
@@ -407,6 +409,13 @@ async def load(
         "app_cpu_seconds_per_1000_tokens": round(app_cpu / tokens_seen * 1000, 4)
         if tokens_seen
         else None,
+        # Whether the cores were full, and what besides the app and the bench's own
+        # processes took them: the shared services (a cluster's Redis and PostgreSQL).
+        "machine_cores_busy": round((busy1 - busy0) / elapsed, 3) if elapsed else None,
+        "services_cpu_utilisation": {
+            name: round((services1[name] - services0[name]) / elapsed, 3) if elapsed else None
+            for name in services0
+        },
         "app_rss_mib": round(app1.rss_bytes / 2**20, 1),
         # GET /healthz every 50 ms during the window: when the app's event loop is blocked
         # (synchronous work between awaits), this waits too.

@@ -116,3 +116,26 @@ def test_a_cluster_scale_step_shows_the_workers_and_the_web_nodes_apart() -> Non
     assert row_value(result, "CPU utilisation: workers/web nodes") == ("0.5/0.2", "")
     del result["cluster"]
     assert not any("workers/web nodes" in r.figure for r in rows(result))
+
+
+def test_the_report_says_how_busy_the_cores_were_and_who_kept_them_busy() -> None:
+    busy = {
+        "machine_cores_busy": 1.93,
+        "app_cpu_utilisation": 1.2,
+        "fake_cpu_utilisation": 0.15,
+        "clients_cpu_utilisation": 0.2,
+        "services_cpu_utilisation": {"Redis": 0.11, "PostgreSQL": 0.08},
+    }
+    result = cluster_result(in_process_p99=60.0)
+    result["machine"] = {"cpus": "2"}
+    result["latency"].update(busy)
+    result["in_process"]["latency"].update(busy, machine_cores_busy=1.4)
+    who = "cores busy of 2 (app / fakes / viewers / Redis / PostgreSQL)"
+    cluster = row_value(result, f"{who}, 10 duels x 3 viewers")[0]
+    assert cluster == "1.93 (1.2 / 0.15 / 0.2 / 0.11 / 0.08)"
+    in_process = row_value(result, f"{who}, in-process, 10 duels x 3 viewers")[0]
+    assert in_process == "1.4 (1.2 / 0.15 / 0.2 / 0.11 / 0.08)"
+
+
+def test_a_result_without_the_machine_readings_has_no_cores_row() -> None:
+    assert not [r for r in rows(cluster_result(in_process_p99=60.0)) if "cores busy" in r.figure]
