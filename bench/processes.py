@@ -116,17 +116,23 @@ class Usage:
     rss_bytes: int
 
 
-def usage(pid: int) -> Usage:
+def _command_and_cpu_seconds(pid: int | str) -> tuple[str, float]:
+    """A process's command name and CPU seconds (user + system), from ``/proc/<pid>/stat``."""
     stat = Path(f"/proc/{pid}/stat").read_text()
-    # Fields after the command name (which may hold spaces) start after the last ')'.
+    # The command name may hold spaces and parentheses: it ends at the last ')'.
+    command = stat[stat.index("(") + 1 : stat.rindex(")")]
     fields = stat[stat.rindex(")") + 2 :].split()
-    utime, stime = int(fields[11]), int(fields[12])
+    return command, (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
+def usage(pid: int) -> Usage:
+    _, cpu_seconds = _command_and_cpu_seconds(pid)
     rss = 0
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             rss = int(line.split()[1]) * 1024
             break
-    return Usage(time.monotonic(), (utime + stime) / _CLOCK_TICKS, rss)
+    return Usage(time.monotonic(), cpu_seconds, rss)
 
 
 def cores_busy_seconds() -> float:
@@ -151,11 +157,9 @@ def services_cpu_seconds() -> dict[str, float]:
         if not entry.name.isdigit():
             continue
         with contextlib.suppress(OSError, ValueError, IndexError):
-            stat = (entry / "stat").read_text()
-            name = owner.get(stat[stat.index("(") + 1 : stat.rindex(")")])
-            if name is not None:
-                fields = stat[stat.rindex(")") + 2 :].split()
-                totals[name] += (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+            command, cpu_seconds = _command_and_cpu_seconds(entry.name)
+            if (name := owner.get(command)) is not None:
+                totals[name] += cpu_seconds
     return totals
 
 
