@@ -6,7 +6,7 @@ full shapes, from the benchmark's fake providers (``bench.fake_providers``, in a
 its own, so its CPU is not counted) and reads each one two ways: through the adapter in
 ``app/providers/`` as the app does, and through the SDK's own typed stream, every event made
 into the SDK's objects. It prints the CPU (user + system) per event of each, the best of
-``--repeats`` runs. Gemini's adapter reads the SDK's typed stream: google-genai has no other.
+``--repeats`` runs.
 """
 
 from __future__ import annotations

@@ -1,15 +1,28 @@
-"""Gemini through the ``google-genai`` SDK's ``generate_content_stream``.
+"""Gemini through the ``google-genai`` SDK.
 
-Owns the request shape (system instruction apart, the assistant's turns under the role
-``model``), the reading of the streamed responses into text deltas and usage, and the mapping
-of every SDK failure onto ``ProviderError``. The SDK's own retries are off.
+Owns the request in the API's JSON form (system instruction apart, the assistant's turns under
+the role ``model``), the reading of the streamed chunks into text deltas and usage, and the
+mapping of every SDK failure onto ``ProviderError``. The SDK's own retries are off.
+
+The request, its key, base URL, API version, timeout and transport, and its errors stay the
+SDK's: the stream comes from the SDK's API client (``client.aio._api_client``), the one its
+``generate_content_stream`` calls, which reads the SSE body and raises the same ``APIError``
+for a non-2xx status or an error inside the stream. The chunks' JSON is read here, for the
+CPU: ``generate_content_stream`` builds a typed response of every chunk, seven to eight times
+what reading the few fields used here costs (``python -m bench.provider_events`` prints
+both), and unlike the other two SDKs google-genai has no public raw stream (it refuses
+``should_return_http_response`` for streams). That client is not the SDK's public API: the
+bound on google-genai's major version in pyproject.toml and the tests against the fake Gemini
+API hold it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from google import genai
@@ -51,24 +64,37 @@ _KINDS_BY_STATUS = {
 }
 
 
-# The request in the SDK's dict forms, not its pydantic types: the SDK validates typed objects
-# over again and deep-copies a typed config, which costs more than building them from dicts.
-# The same request goes on the wire for less of the SDK's CPU per call: a fifth less with
-# one message, nearly half with seven.
-
-
-def build_contents(messages: Sequence[Message]) -> list[types.ContentDict]:
+def build_contents(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return [
         {"role": "model" if m.role == "assistant" else "user", "parts": [{"text": m.content}]}
         for m in messages
     ]
 
 
-def build_config(*, system: str, max_tokens: int) -> types.GenerateContentConfigDict:
-    config: types.GenerateContentConfigDict = {"max_output_tokens": max_tokens}
+def build_request(*, system: str, messages: Sequence[Message], max_tokens: int) -> dict[str, Any]:
+    """The body of a ``streamGenerateContent`` request, as the SDK would send it."""
+    request: dict[str, Any] = {
+        "contents": build_contents(messages),
+        "generationConfig": {"maxOutputTokens": max_tokens},
+    }
     if system:
-        config["system_instruction"] = system
-    return config
+        request["systemInstruction"] = {"parts": [{"text": system}], "role": "user"}
+    return request
+
+
+def stream_path(model: str) -> str:
+    """The API path of ``model``'s streamed replies, formed as the SDK forms it: ``models/``
+    before a bare name. The name is part of the path, so what the SDK refuses in one (``..``,
+    ``?``, ``&``) is refused here too, before any request."""
+    if not model or any(part in model for part in ("..", "?", "&")):
+        raise ProviderError(
+            kind=ErrorKind.BAD_REQUEST,
+            provider=NAME,
+            message=f"{model!r} is not a Gemini model name (no '..', '?' or '&')",
+        )
+    if not model.startswith(("models/", "tunedModels/")):
+        model = f"models/{model}"
+    return f"{model}:streamGenerateContent?alt=sse"
 
 
 def _retry_delay_from_details(details: Any) -> float | None:
@@ -110,12 +136,47 @@ def map_error(error: Exception) -> ProviderError:
     return unmapped_error(error, provider=NAME)
 
 
-def _text_of(chunk: types.GenerateContentResponse) -> str:
-    """The answer text in a chunk; thought summaries are not part of the answer."""
-    if not chunk.candidates or chunk.candidates[0].content is None:
+@dataclass
+class _ChunkTally:
+    """What a stream's chunks said so far: the usage the last of them reported, and why the
+    reply stopped."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    stop_reason: str | None = None
+
+    def read(self, body: str) -> str:
+        """The answer text of one chunk (its JSON ``body``); thought summaries are not part
+        of the answer. Its usage and finish reason are noted."""
+        chunk = json.loads(body)  # a ValueError maps as unreadable
+        try:
+            if usage := chunk.get("usageMetadata"):
+                self.input_tokens = usage.get("promptTokenCount") or self.input_tokens
+                # Gemini bills its thinking as output.
+                self.output_tokens = (usage.get("candidatesTokenCount") or 0) + (
+                    usage.get("thoughtsTokenCount") or 0
+                ) or self.output_tokens
+            for candidate in (chunk.get("candidates") or ())[:1]:
+                if reason := candidate.get("finishReason"):
+                    self.stop_reason = str(reason)
+                parts = (candidate.get("content") or {}).get("parts") or ()
+                return "".join(
+                    _text(part) for part in parts if part.get("text") and not part.get("thought")
+                )
+        except (AttributeError, KeyError, TypeError) as error:
+            # A shape this code does not expect is a bug here, as it was when the SDK's
+            # objects lacked the attribute read.
+            raise AttributeError(
+                f"a Gemini chunk of an unexpected shape: {type(error).__name__}: {error}"
+            ) from error
         return ""
-    parts = chunk.candidates[0].content.parts or []
-    return "".join(p.text for p in parts if p.text and not p.thought)
+
+
+def _text(part: dict[str, Any]) -> str:
+    text = part["text"]
+    if not isinstance(text, str):
+        raise TypeError(f"a part's text is a {type(text).__name__}")
+    return text
 
 
 class GeminiProvider(SdkProvider[genai.Client]):
@@ -169,29 +230,19 @@ class GeminiProvider(SdkProvider[genai.Client]):
         messages: Sequence[Message],
         max_tokens: int,
     ) -> AsyncIterator[TextDelta | Finished]:
-        client = self._client.get()
-        input_tokens = output_tokens = 0
-        stop_reason: str | None = None
+        request = build_request(system=system, messages=messages, max_tokens=max_tokens)
+        path = stream_path(model)
+        api = self._client.get().aio._api_client
+        tally = _ChunkTally()
         try:
-            chunks = await client.aio.models.generate_content_stream(
-                model=model,
-                contents=build_contents(messages),
-                config=build_config(system=system, max_tokens=max_tokens),
-            )
+            chunks = await api.async_request_streamed("post", path, request)
             async with contextlib.AsyncExitStack() as stack:
                 if hasattr(chunks, "aclose"):
                     stack.push_async_callback(chunks.aclose)
                 async for chunk in chunks:
-                    if usage := chunk.usage_metadata:
-                        input_tokens = usage.prompt_token_count or input_tokens
-                        # Gemini bills its thinking as output.
-                        output_tokens = (usage.candidates_token_count or 0) + (
-                            usage.thoughts_token_count or 0
-                        ) or output_tokens
-                    if chunk.candidates and chunk.candidates[0].finish_reason:
-                        stop_reason = str(chunk.candidates[0].finish_reason.value)
-                    if text := _text_of(chunk):
+                    if text := tally.read(chunk.body):
                         yield TextDelta(text)
         except Exception as error:
             raise map_error(error) from error
-        yield Finished(Usage(input_tokens=input_tokens, output_tokens=output_tokens), stop_reason)
+        usage = Usage(input_tokens=tally.input_tokens, output_tokens=tally.output_tokens)
+        yield Finished(usage, tally.stop_reason)

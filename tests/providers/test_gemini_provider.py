@@ -1,13 +1,20 @@
-"""The Gemini adapter through the real ``google-genai`` SDK against the fake Gemini API."""
+"""The Gemini adapter through the real ``google-genai`` SDK against the fake Gemini API, and
+against a bare server for chunks the fake does not send (thoughts, several parts, shapes the
+adapter does not expect)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from app.config import Settings
 from app.providers.base import ErrorKind, Finished, Message, ProviderError, TextDelta, Usage
-from app.providers.gemini import GeminiProvider, build_config, build_contents
+from app.providers.gemini import GeminiProvider, build_contents, build_request, stream_path
 from tests.fakes import FakeLLMServer
+from tests.fakes.bare_stream import bare_server, cut_oddly, odd_sizes
 from tests.providers.conftest import collect
 
 DIALOGUE = (
@@ -23,10 +30,17 @@ def test_build_contents_names_the_assistant_model() -> None:
     assert contents[1].get("parts") == [{"text": "I argue yes."}]
 
 
-def test_build_config_carries_system_and_cap() -> None:
-    config = build_config(system="Be brief.", max_tokens=55)
-    assert (config.get("system_instruction"), config.get("max_output_tokens")) == ("Be brief.", 55)
-    assert build_config(system="", max_tokens=55).get("system_instruction") is None
+def test_build_request_carries_system_and_cap_in_the_apis_names() -> None:
+    request = build_request(system="Be brief.", messages=DIALOGUE, max_tokens=55)
+    assert request["systemInstruction"] == {"parts": [{"text": "Be brief."}], "role": "user"}
+    assert request["generationConfig"] == {"maxOutputTokens": 55}
+    assert "systemInstruction" not in build_request(system="", messages=DIALOGUE, max_tokens=55)
+
+
+def test_stream_path_puts_models_before_a_bare_name_once() -> None:
+    assert stream_path("gemini-x") == "models/gemini-x:streamGenerateContent?alt=sse"
+    assert stream_path("models/gemini-x") == "models/gemini-x:streamGenerateContent?alt=sse"
+    assert stream_path("tunedModels/mine").startswith("tunedModels/mine:")
 
 
 async def test_streams_text_in_order_and_finishes_with_reported_usage(
@@ -107,3 +121,86 @@ async def test_list_models_falls_back_to_the_default_when_none_listed(
 ) -> None:
     fake_llm.set_models("gemini", [])
     assert await GeminiProvider(settings).list_models() == [settings.gemini_model]
+
+
+async def test_a_model_name_that_would_change_the_path_is_refused_before_any_request(
+    fake_llm: FakeLLMServer, settings: Settings
+) -> None:
+    provider = GeminiProvider(settings)
+    with pytest.raises(ProviderError) as caught:
+        await collect(
+            provider.stream(model="../tunedModels/x", system="", messages=DIALOGUE, max_tokens=9)
+        )
+    assert (caught.value.kind, caught.value.retryable) == (ErrorKind.BAD_REQUEST, False)
+    assert "'../tunedModels/x' is not a Gemini model name" in caught.value.message
+    assert fake_llm.requests == []
+
+
+def chunk(*parts: dict[str, Any], usage: dict[str, int] | None = None, **candidate: Any) -> bytes:
+    body: dict[str, Any] = {
+        "candidates": [{"content": {"parts": list(parts), "role": "model"}, **candidate}]
+    }
+    if usage is not None:
+        body["usageMetadata"] = usage
+    return f"data: {json.dumps(body)}\r\n\r\n".encode()
+
+
+async def _events_from(chunks: list[bytes], tmp_path: Path) -> list[Any]:
+    """What the adapter makes of ``chunks`` cut at odd places: its events, and the error it
+    ends with, if any."""
+    pieces = cut_oddly(b"".join(chunks), odd_sizes())
+    async with bare_server(pieces) as url:
+        settings = Settings(home=tmp_path, GEMINI_API_KEY="k", GOOGLE_GEMINI_BASE_URL=url)
+        provider = GeminiProvider(settings)
+        events: list[Any] = []
+        try:
+            async for event in provider.stream(
+                model="g", system="", messages=DIALOGUE, max_tokens=9
+            ):
+                events.append(event)
+        except ProviderError as error:
+            events.append(error)
+        finally:
+            await provider.aclose()
+        return events
+
+
+async def test_thoughts_are_left_out_and_a_chunks_parts_joined_and_thinking_billed(
+    tmp_path: Path,
+) -> None:
+    chunks = [
+        chunk({"text": "Weighing it up.", "thought": True}),
+        chunk({"text": "Yes, "}, {"text": "d\u00e9j\u00e0 vu"}, {"thought": True}),
+        chunk(
+            {"text": ""},
+            usage={"promptTokenCount": 12, "candidatesTokenCount": 5, "thoughtsTokenCount": 4},
+            finishReason="MAX_TOKENS",
+        ),
+    ]
+    events = await _events_from(chunks, tmp_path)
+    assert events == [
+        TextDelta("Yes, d\u00e9j\u00e0 vu"),
+        Finished(Usage(input_tokens=12, output_tokens=9), "MAX_TOKENS"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"candidates": {"0": {}}},
+        {"candidates": [{"content": {"parts": "Yes"}}]},
+        {"candidates": [{"content": {"parts": [{"text": ["a", "list"]}]}}]},
+        {"candidates": [], "usageMetadata": ["12"]},
+    ],
+    ids=["candidates-not-a-list", "parts-a-string", "text-a-list", "usage-a-list"],
+)
+async def test_a_chunk_of_an_unexpected_shape_is_a_bug_here_after_the_text_before_it(
+    tmp_path: Path, bad: dict[str, Any]
+) -> None:
+    chunks = [chunk({"text": "Before."}), f"data: {json.dumps(bad)}\r\n\r\n".encode()]
+    events = await _events_from(chunks, tmp_path)
+    assert events[0] == TextDelta("Before.")
+    error = events[1]
+    assert isinstance(error, ProviderError) and len(events) == 2
+    assert (error.kind, error.retryable) == (ErrorKind.INTERNAL, False)
+    assert "a Gemini chunk of an unexpected shape" in error.message
