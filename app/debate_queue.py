@@ -148,10 +148,22 @@ class OwnedJobManager(JobManager):
         return False
 
 
+async def _in_autocommit(connection: psycopg.AsyncConnection[Any]) -> None:
+    # Set on each new pooled connection, not through the pool's connection arguments: the
+    # library opens its LISTEN connection with those and autocommit=True of its own.
+    await connection.set_autocommit(True)
+
+
 def make_app(settings: Settings, **pool_options: Any) -> App:
-    """The queue's procrastinate app (not yet opened)."""
+    """The queue's procrastinate app (not yet opened).
+
+    Its pooled connections are in autocommit: every query the queue library sends through
+    them is one statement, and in a transaction of its own each was followed by a ``COMMIT``,
+    one more round trip on the worker's event loop per job fetched, finished or checked. A
+    web node enqueues on the debate's own connection, in the debate's transaction."""
     require_postgresql(settings)
-    connector = PsycopgConnector(conninfo=conninfo(settings), **pool_options)
+    options: dict[str, Any] = {"configure": _in_autocommit, **pool_options}
+    connector = PsycopgConnector(conninfo=conninfo(settings), **options)
     queue_app = App(connector=connector)
     queue_app.job_manager = OwnedJobManager(connector=connector)
     return queue_app

@@ -123,6 +123,11 @@ RETRY_MAX_SECONDS = 2.0
 OWN_WRITES_WAIT_SECONDS = 1.0
 CLOSE_WAIT_SECONDS = 5.0
 REMEMBERED_ENDINGS = 10_000
+# Events other than live text made of stream entries lately, kept so that every subscriber
+# reading an entry gets the same ``Event`` (``_SharedEvents``).
+SHARED_EVENTS = 2048
+# Live text: cheap to encode, and most of a stream; not kept.
+UNSHARED_TYPES = frozenset({"delta"})
 
 _PUBLISH = """
 local last = tonumber(redis.call('HGET', KEYS[3], ARGV[5]) or '0')
@@ -213,9 +218,34 @@ def _through_end(events: list[Event]) -> list[Event] | None:
     return None
 
 
-def _events(debate_id: str, entries: Any) -> list[Event]:
-    """Stream entries (``[id, {field: value}]`` pairs, as ``XRANGE`` replies) as events."""
-    return [_event(debate_id, entry_id, fields) for entry_id, fields in entries]
+class _SharedEvents:
+    """The events this process made lately of its streams' entries, by entry: every
+    subscriber that reads an entry, live or in its replay, gets the same ``Event``, so what
+    is made of it for viewers (its encodings) is made once, as with the in-memory hub. A
+    debate's viewers join together when it starts and each replays its first events: made
+    anew for each of them, its page fragments were rendered and its status read from the
+    database once per viewer. The oldest are let go past ``limit``; live text, cheap to
+    encode, is not kept."""
+
+    def __init__(self, limit: int = SHARED_EVENTS) -> None:
+        self._limit = limit
+        self._events: dict[tuple[str, str], Event] = {}
+
+    def of(self, debate_id: str, entries: Any) -> list[Event]:
+        """Stream entries (``[id, {field: value}]`` pairs, as ``XRANGE`` replies) as events."""
+        events = []
+        for entry_id, fields in entries:
+            if fields.get("type") in UNSHARED_TYPES:
+                events.append(_event(debate_id, entry_id, fields))
+                continue
+            key = (debate_id, entry_id)
+            event = self._events.get(key)
+            if event is None:
+                event = self._events[key] = _event(debate_id, entry_id, fields)
+                if len(self._events) > self._limit:
+                    del self._events[next(iter(self._events))]
+            events.append(event)
+        return events
 
 
 class _Outage:
@@ -281,6 +311,7 @@ class RedisBus:
         self._wake_key = f"{key_prefix}wake:{self._writer_id}"
         self._wake_cursor = FROM_START
         self._ended: OrderedDict[str, None] = OrderedDict()
+        self._shared = _SharedEvents()
         self._closed = False
 
     # -- keys ---------------------------------------------------------------------------
@@ -412,7 +443,7 @@ class RedisBus:
             if starts:
                 oldest = min(starts.values(), key=_position)
                 replay: Any = await self._redis.xrange(stream, oldest, last_id)
-                for event in _events(debate_id, replay):
+                for event in self._shared.of(debate_id, replay):
                     track_live(live, event)
         except UNREACHABLE as error:
             # The page then renders from the database alone and its stream starts over.
@@ -508,7 +539,7 @@ class RedisBus:
         async def read() -> Any:
             return await self._redis.xrange(stream, low, high, count=count)
 
-        return _events(debate_id, await self._retrying(f"reading {debate_id}", read))
+        return self._shared.of(debate_id, await self._retrying(f"reading {debate_id}", read))
 
     async def _retrying(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         outage = _Outage(what)
@@ -595,7 +626,7 @@ class RedisBus:
             debate_id = key[prefix:]
             reader = asked.get(debate_id)
             if reader is not None and entries:
-                self._hand_out(reader, _events(debate_id, entries))
+                self._hand_out(reader, self._shared.of(debate_id, entries))
 
     def _hand_out(self, reader: _Reader, events: list[Event]) -> None:
         reader.cursor = events[-1].id

@@ -170,3 +170,30 @@ async def test_an_event_after_a_quiet_spell_is_read_at_once_not_after_the_spacin
 async def xread_calls(client: redis.asyncio.Redis) -> int:
     stats = await client.info("commandstats")
     return int(stats.get("cmdstat_xread", {}).get("calls", 0))
+
+
+async def test_viewers_of_a_debate_share_each_event_replayed_or_live_but_not_live_text(
+    redis_prefix: str,
+) -> None:
+    """What a web node makes of an event for its viewers (its page fragment) is made once:
+    every subscriber gets the same ``Event``, whether it replays it or reads it live."""
+    publisher = RedisBus(REDIS_URL, key_prefix=redis_prefix)
+    node = RedisBus(REDIS_URL, key_prefix=redis_prefix)
+    try:
+        publisher.publish("d", "status", {"status": "running"})
+        publisher.publish("d", "turn_started", {"key": "t1"})
+        publisher.publish("d", "delta", {"key": "t1", "text": "Hello"})
+        await publisher.flush()
+        async with AsyncExitStack() as stack:
+            first = await watch(stack, node, "d")
+            second = await watch(stack, node, "d")
+            replayed = [[await next_event(events) for _ in range(3)] for events in (first, second)]
+            publisher.publish("d", "turn_completed", {"key": "t1"})
+            live = [await next_event(events) for events in (first, second)]
+        assert [event.type for event in replayed[0]] == ["status", "turn_started", "delta"]
+        assert replayed[0][0] is replayed[1][0] and replayed[0][1] is replayed[1][1]
+        assert replayed[0][2] == replayed[1][2] and replayed[0][2] is not replayed[1][2]
+        assert live[0].type == "turn_completed" and live[0] is live[1]
+    finally:
+        await publisher.aclose()
+        await node.aclose()
