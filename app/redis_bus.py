@@ -49,7 +49,9 @@ waits is added by a write to this process's own wake stream (``<prefix>wake:<bus
 also in the read), so the read returns at once and the next one includes it. The reader
 outlives a lost connection: it retries from each debate's last id. If the server lost its
 data meanwhile (restarted without persistence), it goes on with what is written next; only
-the live text of turns already under way is missing until they end.
+the live text of turns already under way is missing until they end. Every subscriber in
+this process gets the same ``Event`` for the same entry, read live or replayed (live text
+aside), so what is rendered of it for viewers is rendered once (``_SharedEvents``).
 
 Needs Redis 6.2 or later (exclusive ranges in ``XRANGE``), one server (not Redis Cluster: the
 read spans the streams of many debates).
