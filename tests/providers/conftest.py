@@ -5,7 +5,7 @@ The fake server, the clean environment and ``fake_settings`` come from ``tests/c
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,15 @@ import pytest
 
 from app.config import Settings
 from app.providers.anthropic import AnthropicProvider
-from app.providers.base import Finished, Message, Provider, Retrying, StreamEvent, TextDelta
+from app.providers.base import (
+    Finished,
+    Message,
+    Provider,
+    ProviderError,
+    Retrying,
+    StreamEvent,
+    TextDelta,
+)
 from app.providers.gemini import GeminiProvider
 from app.providers.openai import OpenAIProvider
 from tests import conftest as shared
@@ -62,3 +70,22 @@ async def collect(events: AsyncIterator[StreamEvent]) -> Collected:
         else:
             finished = event
     return Collected("".join(deltas), tuple(deltas), finished, tuple(retries))
+
+
+async def events_then_error(
+    provider: AnthropicProvider | GeminiProvider | OpenAIProvider,
+    *,
+    model: str,
+    messages: Sequence[Message],
+) -> list[Any]:
+    """Every event of one call's stream, and the error it ends with, if any; the provider
+    closed after."""
+    events: list[Any] = []
+    try:
+        async for event in provider.stream(model=model, system="", messages=messages, max_tokens=9):
+            events.append(event)
+    except ProviderError as error:
+        events.append(error)
+    finally:
+        await provider.aclose()
+    return events

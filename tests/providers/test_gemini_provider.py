@@ -15,7 +15,7 @@ from app.providers.base import ErrorKind, Finished, Message, ProviderError, Text
 from app.providers.gemini import GeminiProvider, build_contents, build_request, stream_path
 from tests.fakes import FakeLLMServer
 from tests.fakes.bare_stream import bare_server, cut_oddly, odd_sizes
-from tests.providers.conftest import collect
+from tests.providers.conftest import collect, events_then_error
 
 DIALOGUE = (
     Message("user", "Open the debate."),
@@ -151,18 +151,7 @@ async def _events_from(chunks: list[bytes], tmp_path: Path) -> list[Any]:
     pieces = cut_oddly(b"".join(chunks), odd_sizes())
     async with bare_server(pieces) as url:
         settings = Settings(home=tmp_path, GEMINI_API_KEY="k", GOOGLE_GEMINI_BASE_URL=url)
-        provider = GeminiProvider(settings)
-        events: list[Any] = []
-        try:
-            async for event in provider.stream(
-                model="g", system="", messages=DIALOGUE, max_tokens=9
-            ):
-                events.append(event)
-        except ProviderError as error:
-            events.append(error)
-        finally:
-            await provider.aclose()
-        return events
+        return await events_then_error(GeminiProvider(settings), model="g", messages=DIALOGUE)
 
 
 async def test_thoughts_are_left_out_and_a_chunks_parts_joined_and_thinking_billed(

@@ -20,7 +20,7 @@ from app.providers.base import ErrorKind, Finished, Provider, ProviderError, Tex
 from app.providers.openai import OpenAIProvider
 from tests.fakes import FakeLLMServer
 from tests.fakes.bare_stream import ENDINGS, bare_server, cut_oddly, odd_sizes
-from tests.providers.conftest import HELLO, MODELS, PROVIDER_CLASSES, collect
+from tests.providers.conftest import HELLO, MODELS, PROVIDER_CLASSES, collect, events_then_error
 
 
 async def test_an_error_event_after_some_text_yields_the_text_then_the_providers_error(
@@ -175,17 +175,7 @@ async def _stream_from(
         else:
             settings = Settings(home=tmp_path, ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=url)
             provider = AnthropicProvider(settings)
-        events: list[Any] = []
-        try:
-            async for event in provider.stream(
-                model=MODELS[provider_name], system="", messages=HELLO, max_tokens=9
-            ):
-                events.append(event)
-        except ProviderError as error:
-            events.append(error)
-        finally:
-            await provider.aclose()
-        return events
+        return await events_then_error(provider, model=MODELS[provider_name], messages=HELLO)
 
 
 TEXT = ["Tabs ", "or ", "spaces", "? ", "d\u00e9j\u00e0 vu \U0001f600"]
