@@ -384,6 +384,7 @@ async def load(
         # A cluster's tokens from the fake's stamp to their debate's Redis stream (the
         # workers' side of the latency above), and what reading them took of the cores.
         "token_to_stream": (tapped or {}).get("token_to_stream"),
+        "token_to_stream_p99_by_second_ms": (tapped or {}).get("token_to_stream_p99_by_second_ms"),
         "stream_tap_cpu_utilisation": (tapped or {}).get("cpu_utilisation"),
         # The p99 of each second of the window: whether debates ending and starting (a
         # turnover) set the p99.

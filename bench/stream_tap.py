@@ -6,6 +6,13 @@ delta window, publishing) plus the web nodes' side (their reads of the streams, 
 the viewers' sockets). The tap runs as a process of its own for the measuring window
 (``StreamTap``), reading every stream under the run's key prefix as soon as its entries
 arrive, and writes what it measured as JSON: ``python -m bench.stream_tap --help``.
+
+A token's arrival is the instant Redis wrote its entry, read from the entry's id (the
+server's clock in milliseconds, on this machine), not the instant the tap read it: the tap
+finds the debates started meanwhile by a scan every ``SCAN_SECONDS`` and reads each from its
+first entry, so a new debate's first tokens are timed like the rest, however late the scan
+found them, and the tap's own delays are not counted. Only tokens written while the tap
+reads are counted.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import redis
 
 from bench import processes
 from bench.fake_providers import stamps_in
-from bench.stats import latency_summary
+from bench.stats import latency_summary, p99_by_second
 
 DELTA = b"delta"
 # Debates started meanwhile are found by a scan of the prefix this often.
@@ -41,36 +48,55 @@ def debate_streams(client: redis.Redis, prefix: str) -> list[str]:
     return found
 
 
+def written_at(entry_id: bytes, *, wall_minus_monotonic: float) -> float:
+    """When Redis wrote the entry, on ``time.monotonic()``'s clock (the stamps' clock): its
+    id starts with the server's wall-clock milliseconds."""
+    return int(entry_id.partition(b"-")[0]) / 1000 - wall_minus_monotonic
+
+
 def tap(redis_url: str, prefix: str, seconds: float) -> dict[str, Any]:
-    """Token->stream latencies of every delta written under ``prefix`` for ``seconds``
-    (streams already there are read from their end: only what arrives from now on)."""
+    """Token->stream latencies of every delta written under ``prefix`` from now on, for
+    ``seconds`` (the streams already there are read from their end, those found later from
+    their start)."""
     client = redis.Redis.from_url(redis_url)
     positions: dict[str, str] = {}
     latencies: list[float] = []
-    deadline = time.monotonic() + seconds
+    arrivals: list[float] = []
+    wall_minus_monotonic = time.time() - time.monotonic()
+    began = time.monotonic()
+    deadline = began + seconds
     cpu_before = time.process_time()
     scanned = 0.0
     try:
         while (now := time.monotonic()) < deadline:
             if now - scanned >= SCAN_SECONDS:
+                start = "0-0" if scanned else "$"
                 for key in debate_streams(client, prefix):
-                    positions.setdefault(key, "$")
+                    positions.setdefault(key, start)
                 scanned = now
             if not positions:
                 time.sleep(READ_BLOCK_MS / 1000)
                 continue
             reply = client.xread(positions, block=READ_BLOCK_MS)  # type: ignore[arg-type]
-            arrived = time.monotonic()
             for key, entries in reply or []:
                 for entry_id, fields in entries:
                     positions[key.decode()] = entry_id.decode()
-                    if fields.get(b"type") == DELTA:
-                        latencies += [arrived - s for s in stamps_in(fields[b"data"].decode())]
+                    if fields.get(b"type") != DELTA:
+                        continue
+                    arrived = written_at(entry_id, wall_minus_monotonic=wall_minus_monotonic)
+                    if not began <= arrived < deadline:
+                        continue
+                    for stamp in stamps_in(fields[b"data"].decode()):
+                        latencies.append(arrived - stamp)
+                        arrivals.append(arrived)
     finally:
         client.close()
     return {
         "streams": len(positions),
         "token_to_stream": latency_summary(latencies),
+        "token_to_stream_p99_by_second_ms": p99_by_second(
+            arrivals, latencies, start=began, seconds=seconds
+        ),
         # The tap shares the cores with the app: what it took of them.
         "cpu_utilisation": round((time.process_time() - cpu_before) / seconds, 3),
     }
