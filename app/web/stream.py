@@ -55,11 +55,11 @@ from app.event_types import (
     UsageData,
     typed,
 )
-from app.events import Event, UnknownEventId
+from app.events import TERMINAL_EVENT, Event, UnknownEventId
 from app.status import DebateStatus
 from app.web.deps import EngineDep, HubDep, TemplatesDep, TimelinesDep
 from app.web.event_stream import LiveEventResponse
-from app.web.offload import off_loop
+from app.web.offload import final_page_off_loop, off_loop
 from app.web.timelines import Timelines
 from app.web.view import (
     GroupView,
@@ -113,13 +113,16 @@ async def encoded_chunks(
 ) -> AsyncIterator[bytes]:
     """``batch`` encoded as ``kind``, in chunks of at most ``REPLAY_CHUNK_EVENTS`` events.
     Encodings are made once per event and shared by every viewer; those still to make are
-    made in the pool, unless they are a few cheap ones (live deltas)."""
+    made in the pool, unless they are a few cheap ones (live deltas), and the end, which
+    carries the final page, in a thread of its own."""
     for start in range(0, len(batch), REPLAY_CHUNK_EVENTS):
         part = batch[start : start + REPLAY_CHUNK_EVENTS]
         if start:
             await asyncio.sleep(0)  # a long replay yields the loop between its writes
         if _cheap_to_encode(part, kind):
             chunk = _join(part, kind, encode)
+        elif any(event.type == TERMINAL_EVENT for event in part):
+            chunk = await final_page_off_loop(_join, part, kind, encode)
         else:
             chunk = await off_loop(_join, part, kind, encode)
         if chunk:
@@ -178,7 +181,7 @@ async def page_events(
 ) -> AsyncIterator[ServerSentEvent | bytes]:
     if await _finished_elsewhere(hub, status, debate_id):
         # Encoded in the pool too: the whole debate, split into one ``data:`` line per line.
-        yield await off_loop(_encoded_end, fragments)
+        yield await final_page_off_loop(_encoded_end, fragments)
         return
     try:
         async with aclosing(_subscribe(hub, debate_id, last_event_id)) as batches:

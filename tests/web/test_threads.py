@@ -5,6 +5,7 @@ and never on the event loop itself."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -12,9 +13,11 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from app import debates
+from app.events import Event
 from app.ledger import LEDGER_THREADS, Ledger
 from app.threads import REQUEST_THREADS, Lane
 from app.web import api
+from app.web.stream import encoded_chunks
 from tests.concurrency import Concurrency
 from tests.fakes.llm_server import FakeLLMServer
 from tests.web.conftest import start_duel, wait_for_debate
@@ -94,3 +97,35 @@ def test_answers_to_cancels_read_the_debate_from_a_request_thread(
     assert refused.status_code == 409 and "completed" in refused.json()["detail"]
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
     assert len(seen.threads) >= 1 and seen.on_loop == 0
+
+
+def test_final_pages_render_in_a_thread_of_their_own_and_hold_up_no_starting_debate() -> None:
+    """Debates that started together end together: their final pages, however many and
+    however slow, leave the rendering threads free for the debates starting meanwhile."""
+    release = threading.Event()
+    rendered_in: dict[str, set[str]] = {"end": set(), "status": set()}
+
+    def encode(event: Event) -> bytes:
+        rendered_in[event.type].add(threading.current_thread().name)
+        if event.type == "end":
+            release.wait(10)
+        return f"{event.debate_id}:{event.type};".encode()
+
+    async def chunks(debate_id: str, kind: str) -> bytes:
+        batch = [Event(seq=1, epoch="e", debate_id=debate_id, type=kind, data={})]
+        return b"".join([chunk async for chunk in encoded_chunks(batch, "page", encode)])
+
+    async def endings_then_a_start() -> tuple[list[bytes], bytes]:
+        endings = [asyncio.ensure_future(chunks(f"ended{n}", "end")) for n in range(3)]
+        await asyncio.sleep(0.1)
+        try:
+            started = await asyncio.wait_for(chunks("new", "status"), 5)
+        finally:
+            release.set()
+        return list(await asyncio.gather(*endings)), started
+
+    ended, started = asyncio.run(endings_then_a_start())
+    assert started == b"new:status;"
+    assert ended == [f"ended{n}:end;".encode() for n in range(3)]
+    assert rendered_in["end"] == {"argue-final-pages_0"}
+    assert all(name.startswith("argue-heavy_") for name in rendered_in["status"])
