@@ -160,9 +160,7 @@ class _ChunkTally:
                 if reason := candidate.get("finishReason"):
                     self.stop_reason = str(reason)
                 parts = (candidate.get("content") or {}).get("parts") or ()
-                return "".join(
-                    _text(part) for part in parts if part.get("text") and not part.get("thought")
-                )
+                return "".join(_text(part) for part in parts if not part.get("thought"))
         except (AttributeError, KeyError, TypeError) as error:
             # A shape this code does not expect is a bug here, as it was when the SDK's
             # objects lacked the attribute read.
@@ -173,7 +171,7 @@ class _ChunkTally:
 
 
 def _text(part: dict[str, Any]) -> str:
-    text = part["text"]
+    text = part.get("text") or ""
     if not isinstance(text, str):
         raise TypeError(f"a part's text is a {type(text).__name__}")
     return text

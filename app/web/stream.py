@@ -180,7 +180,8 @@ async def page_events(
     last_event_id: str | None,
 ) -> AsyncIterator[ServerSentEvent | bytes]:
     if await _finished_elsewhere(hub, status, debate_id):
-        # Encoded in the pool too: the whole debate, split into one ``data:`` line per line.
+        # Encoded off the loop, in the final pages' thread: the whole debate, split into one
+        # ``data:`` line per line.
         yield await final_page_off_loop(_encoded_end, fragments)
         return
     try:
