@@ -6,24 +6,26 @@ mapping of every SDK failure onto ``ProviderError``. The SDK's own retries are o
 
 The request, its key, base URL, API version, timeout and transport, and its errors stay the
 SDK's: the stream comes from the SDK's API client (``client.aio._api_client``), the one its
-``generate_content_stream`` calls, which reads the SSE body and raises the same ``APIError``
-for a non-2xx status or an error inside the stream. The chunks' JSON is read here, for the
-CPU: ``generate_content_stream`` builds a typed response of every chunk, seven to eight times
-what reading the few fields used here costs (``python -m bench.provider_events`` prints
-both), and unlike the other two SDKs google-genai has no public raw stream (it refuses
-``should_return_http_response`` for streams). That client is not the SDK's public API: the
-bound on google-genai's major version in pyproject.toml and the tests against the fake Gemini
-API hold it.
+``generate_content_stream`` calls. Its ``_build_request`` and ``_async_request`` make the
+request and raise the same ``APIError`` for a non-2xx status; the response they return reads
+the SSE body into each chunk's JSON, and an error inside the stream (a chunk naming an
+``error``) is raised as ``APIError`` here, as the client's ``async_request_streamed`` does.
+The chunks are read here, for the CPU: ``generate_content_stream`` builds a typed response of
+every chunk, seven to eight times what reading the few fields used here costs (``python -m
+bench.provider_events`` prints both), and ``async_request_streamed`` turns each chunk back
+into JSON text in a pydantic wrapper, to be read again. Unlike the other two SDKs google-genai
+has no public raw stream (it refuses ``should_return_http_response`` for streams). That client
+is not the SDK's public API: the bound on google-genai's major version in pyproject.toml and
+the tests against the fake Gemini API hold it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from google import genai
 from google.genai import errors, types
@@ -145,10 +147,9 @@ class _ChunkTally:
     output_tokens: int = 0
     stop_reason: str | None = None
 
-    def read(self, body: str) -> str:
-        """The answer text of one chunk (its JSON ``body``); thought summaries are not part
-        of the answer. Its usage and finish reason are noted."""
-        chunk = json.loads(body)  # a ValueError maps as unreadable
+    def read(self, chunk: Any) -> str:
+        """The answer text of one chunk (its JSON, read); thought summaries are not part of
+        the answer. Its usage and finish reason are noted."""
         try:
             if usage := chunk.get("usageMetadata"):
                 self.input_tokens = usage.get("promptTokenCount") or self.input_tokens
@@ -168,6 +169,16 @@ class _ChunkTally:
                 f"a Gemini chunk of an unexpected shape: {type(error).__name__}: {error}"
             ) from error
         return ""
+
+
+async def _raise_stream_error(chunk: dict[str, Any], response: Any) -> None:
+    """An error sent inside the stream, raised as the SDK raises it (one without a numeric
+    code as a plain ``APIError``, its status naming the kind)."""
+    error = chunk["error"]
+    code = error.get("code") if isinstance(error, dict) else None
+    if isinstance(code, int) and code:
+        await errors.APIError.raise_error_async(code, chunk, response)
+    raise errors.APIError(0, chunk, response)
 
 
 def _text(part: dict[str, Any]) -> str:
@@ -233,12 +244,17 @@ class GeminiProvider(SdkProvider[genai.Client]):
         api = self._client.get().aio._api_client
         tally = _ChunkTally()
         try:
-            chunks = await api.async_request_streamed("post", path, request)
-            async with contextlib.AsyncExitStack() as stack:
-                if hasattr(chunks, "aclose"):
-                    stack.push_async_callback(chunks.aclose)
+            response = await api._async_request(
+                http_request=api._build_request("post", path, request), stream=True
+            )
+            # An async generator, typed as an iterator: closing it releases the connection
+            # when the reading stops early.
+            segments = cast(AsyncGenerator[Any, None], response.async_segments())
+            async with contextlib.aclosing(segments) as chunks:
                 async for chunk in chunks:
-                    if text := tally.read(chunk.body):
+                    if isinstance(chunk, dict) and "error" in chunk:
+                        await _raise_stream_error(chunk, response)
+                    if text := tally.read(chunk):
                         yield TextDelta(text)
         except Exception as error:
             raise map_error(error) from error

@@ -193,3 +193,27 @@ async def test_a_chunk_of_an_unexpected_shape_is_a_bug_here_after_the_text_befor
     assert isinstance(error, ProviderError) and len(events) == 2
     assert (error.kind, error.retryable) == (ErrorKind.INTERNAL, False)
     assert "a Gemini chunk of an unexpected shape" in error.message
+
+
+@pytest.mark.parametrize(
+    ("error", "kind", "status"),
+    [
+        (
+            {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"},
+            "overloaded",
+            503,
+        ),
+        ({"message": "Quota used up.", "status": "RESOURCE_EXHAUSTED"}, "rate_limit", None),
+    ],
+    ids=["with-a-code", "status-only"],
+)
+async def test_an_error_inside_the_stream_ends_it_with_googles_message_after_the_text_before(
+    tmp_path: Path, error: dict[str, Any], kind: str, status: int | None
+) -> None:
+    chunks = [chunk({"text": "Before."}), f"data: {json.dumps({'error': error})}\r\n\r\n".encode()]
+    events = await _events_from(chunks, tmp_path)
+    assert events[0] == TextDelta("Before.") and len(events) == 2
+    failure = events[1]
+    assert isinstance(failure, ProviderError)
+    assert (failure.kind.value, failure.status) == (kind, status)
+    assert failure.message == error["message"]
