@@ -17,7 +17,7 @@ from app.events import Event
 from app.ledger import LEDGER_THREADS, Ledger
 from app.threads import REQUEST_THREADS, Lane
 from app.web import api
-from app.web.stream import encoded_chunks
+from app.web.stream import encoded_chunks, encoded_stream
 from tests.concurrency import Concurrency
 from tests.fakes.llm_server import FakeLLMServer
 from tests.web.conftest import start_duel, wait_for_debate
@@ -129,3 +129,43 @@ def test_final_pages_render_in_a_thread_of_their_own_and_hold_up_no_starting_deb
     assert ended == [f"ended{n}:end;".encode() for n in range(3)]
     assert rendered_in["end"] == {"argue-final-pages_0"}
     assert all(name.startswith("argue-heavy_") for name in rendered_in["status"])
+
+
+def test_live_text_encodes_on_the_loop_turns_in_the_pool_in_order_and_closing_unsubscribes() -> (
+    None
+):
+    encoded_in: list[tuple[str, str]] = []
+    closed = asyncio.Event()
+
+    def encode(event: Event) -> bytes:
+        encoded_in.append((event.type, threading.current_thread().name))
+        return f"{event.seq}:{event.type};".encode()
+
+    def events(*types: str, first: int) -> list[Event]:
+        return [
+            Event(seq=first + n, epoch="e", debate_id="d", type=kind, data={})
+            for n, kind in enumerate(types)
+        ]
+
+    async def batches():  # type: ignore[no-untyped-def]
+        try:
+            yield events("delta", "delta", first=1)
+            yield events("turn_completed", "delta", first=3)
+            yield events("delta", first=5)
+            await asyncio.sleep(10)  # a debate still running
+        finally:
+            closed.set()
+
+    async def read_three_then_close() -> tuple[list[bytes], bool]:
+        chunks = encoded_stream(batches(), "page", encode)
+        read = [await chunks.__anext__() for _ in range(3)]
+        await chunks.aclose()
+        return read, closed.is_set()  # closed by then, not later by the garbage collector
+
+    read, unsubscribed = asyncio.run(read_three_then_close())
+    assert read == [b"1:delta;2:delta;", b"3:turn_completed;4:delta;", b"5:delta;"]
+    assert unsubscribed
+    loop_thread = threading.current_thread().name
+    assert encoded_in[0] == ("delta", loop_thread)
+    assert ("turn_completed", loop_thread) not in encoded_in
+    assert encoded_in[-1] == ("delta", loop_thread)
