@@ -173,9 +173,18 @@ class _ChunkTally:
 
 async def _raise_stream_error(chunk: dict[str, Any], response: Any) -> None:
     """An error sent inside the stream, raised as the SDK raises it (one without a numeric
-    code as a plain ``APIError``, its status naming the kind)."""
+    code as a plain ``APIError``, its status naming the kind). An error that is not an
+    object is the server's failure, shown as it came: the SDK would fail reading it."""
     error = chunk["error"]
-    code = error.get("code") if isinstance(error, dict) else None
+    if not isinstance(error, dict):
+        raise ProviderError(
+            kind=ErrorKind.SERVER,
+            provider=NAME,
+            message=f"an error inside the stream: {str(error)[:500]}",
+        )
+    code = error.get("code")
+    if isinstance(code, str) and code.isdigit():
+        code = int(code)
     if isinstance(code, int) and code:
         await errors.APIError.raise_error_async(code, chunk, response)
     raise errors.APIError(0, chunk, response)

@@ -204,8 +204,13 @@ async def test_a_chunk_of_an_unexpected_shape_is_a_bug_here_after_the_text_befor
             503,
         ),
         ({"message": "Quota used up.", "status": "RESOURCE_EXHAUSTED"}, "rate_limit", None),
+        (
+            {"code": "429", "message": "Slow down.", "status": "RESOURCE_EXHAUSTED"},
+            "rate_limit",
+            429,
+        ),
     ],
-    ids=["with-a-code", "status-only"],
+    ids=["with-a-code", "status-only", "code-as-text"],
 )
 async def test_an_error_inside_the_stream_ends_it_with_googles_message_after_the_text_before(
     tmp_path: Path, error: dict[str, Any], kind: str, status: int | None
@@ -217,3 +222,18 @@ async def test_an_error_inside_the_stream_ends_it_with_googles_message_after_the
     assert isinstance(failure, ProviderError)
     assert (failure.kind.value, failure.status) == (kind, status)
     assert failure.message == error["message"]
+
+
+@pytest.mark.parametrize(
+    "error", ["Backend went away", None, ["a", "list"]], ids=["text", "null", "list"]
+)
+async def test_an_error_inside_the_stream_that_is_not_an_object_is_the_servers_shown_as_it_came(
+    tmp_path: Path, error: Any
+) -> None:
+    chunks = [chunk({"text": "Before."}), f"data: {json.dumps({'error': error})}\r\n\r\n".encode()]
+    events = await _events_from(chunks, tmp_path)
+    assert events[0] == TextDelta("Before.") and len(events) == 2
+    failure = events[1]
+    assert isinstance(failure, ProviderError)
+    assert (failure.kind, failure.retryable) == (ErrorKind.SERVER, True)
+    assert failure.message == f"an error inside the stream: {error}"
