@@ -195,6 +195,15 @@ async def test_a_chunk_of_an_unexpected_shape_is_a_bug_here_after_the_text_befor
     assert "a Gemini chunk of an unexpected shape" in error.message
 
 
+async def _failure_after_text(error: Any, tmp_path: Path) -> ProviderError:
+    """How a stream ends whose second chunk is ``{"error": error}``, after its first's text."""
+    chunks = [chunk({"text": "Before."}), f"data: {json.dumps({'error': error})}\r\n\r\n".encode()]
+    events = await _events_from(chunks, tmp_path)
+    assert events[0] == TextDelta("Before.") and len(events) == 2
+    assert isinstance(events[1], ProviderError)
+    return events[1]
+
+
 @pytest.mark.parametrize(
     ("error", "kind", "status"),
     [
@@ -215,11 +224,7 @@ async def test_a_chunk_of_an_unexpected_shape_is_a_bug_here_after_the_text_befor
 async def test_an_error_inside_the_stream_ends_it_with_googles_message_after_the_text_before(
     tmp_path: Path, error: dict[str, Any], kind: str, status: int | None
 ) -> None:
-    chunks = [chunk({"text": "Before."}), f"data: {json.dumps({'error': error})}\r\n\r\n".encode()]
-    events = await _events_from(chunks, tmp_path)
-    assert events[0] == TextDelta("Before.") and len(events) == 2
-    failure = events[1]
-    assert isinstance(failure, ProviderError)
+    failure = await _failure_after_text(error, tmp_path)
     assert (failure.kind.value, failure.status) == (kind, status)
     assert failure.message == error["message"]
 
@@ -230,10 +235,6 @@ async def test_an_error_inside_the_stream_ends_it_with_googles_message_after_the
 async def test_an_error_inside_the_stream_that_is_not_an_object_is_the_servers_shown_as_it_came(
     tmp_path: Path, error: Any
 ) -> None:
-    chunks = [chunk({"text": "Before."}), f"data: {json.dumps({'error': error})}\r\n\r\n".encode()]
-    events = await _events_from(chunks, tmp_path)
-    assert events[0] == TextDelta("Before.") and len(events) == 2
-    failure = events[1]
-    assert isinstance(failure, ProviderError)
+    failure = await _failure_after_text(error, tmp_path)
     assert (failure.kind, failure.retryable) == (ErrorKind.SERVER, True)
     assert failure.message == f"an error inside the stream: {error}"
