@@ -50,7 +50,9 @@ def matrix_settings(server: FakeLLMServer, home: Path, **overrides: Any) -> Sett
         server,
         home,
         retry_max_attempts=2,
-        stall_timeout=0.4,
+        # Long enough for a first call on a loaded machine (client set-up and connection count
+        # as silence): at 0.4 s a first attempt stalled before its scripted fault was served.
+        stall_timeout=1.5,
         retry_base_delay=0.01,
         **overrides,
     )
