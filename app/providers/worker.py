@@ -15,7 +15,8 @@ The two processes talk over the child's stdin and stdout: length-prefixed pickle
     parent → child   ("settings", Settings)            once, first
                      ("stream", call, provider, model, system, [(role, content)…], max_tokens)
                      ("cancel", call)
-    child → parent   a list of messages per write:
+    child → parent   ("ready",)                        once, first, its SDKs imported
+                     then a list of messages per write:
                      ("delta", call, text)             the call's text since its last delta
                      ("finished", call, input_tokens, output_tokens, estimated, stop_reason)
                      ("error", call, kind, provider, message, status, retry_after, retryable)
@@ -23,7 +24,9 @@ The two processes talk over the child's stdin and stdout: length-prefixed pickle
 The child gathers everything that arrived in one turn of its event loop into one write,
 joining each call's text. It exits when its stdin closes (the parent stopped, or died); when
 it dies, every open call fails with a retryable connection error and the next call starts a
-new child.
+new child. The server waits for "ready" before it resumes any debate: importing the SDKs takes
+seconds on a busy machine, and a call waiting for that would count it as the provider's
+silence, and retry a turn that never stalled.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ WORKER_PROVIDERS = frozenset({"anthropic", "gemini", "openai"})
 
 _HEADER = struct.Struct("!I")
 _STOP_SECONDS = 5.0
+_READY_SECONDS = 60.0
 
 Wire = tuple[Any, ...]
 
@@ -132,6 +136,7 @@ class ProviderWorker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reading: asyncio.Task[None] | None = None
         self._starting = asyncio.Lock()
+        self._ready = asyncio.Event()
         self._calls: dict[int, asyncio.Queue[Wire]] = {}
         self._ids = itertools.count(1)
 
@@ -139,10 +144,26 @@ class ProviderWorker:
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
+    @property
+    def ready(self) -> bool:
+        """Whether the child runs and has imported the SDKs."""
+        return self._process is not None and self._ready.is_set()
+
     async def start(self) -> None:
         """Start the child now (it imports the SDKs while the server starts) rather than on
         the first call, which would wait for that."""
         await self._ensure_started("worker")
+
+    async def wait_ready(self) -> bool:
+        """Wait until the child has imported the SDKs; False when it stopped first or took
+        over a minute (the calls then go on as they can)."""
+        if self._process is None:
+            return False
+        try:
+            await asyncio.wait_for(self._ready.wait(), _READY_SECONDS)
+        except TimeoutError:
+            return False
+        return self._process is not None
 
     async def stream(
         self,
@@ -225,8 +246,9 @@ class ProviderWorker:
                     provider=provider,
                     message=f"could not start the provider worker process: {error}",
                 ) from error
+            self._ready = asyncio.Event()
             self._send(("settings", self._settings))
-            self._reading = asyncio.create_task(self._read(self._process))
+            self._reading = asyncio.create_task(self._read(self._process, self._ready))
 
     def _send(self, message: Wire) -> None:
         process = self._process
@@ -234,9 +256,11 @@ class ProviderWorker:
             return
         process.stdin.write(_frame(message))
 
-    async def _read(self, process: asyncio.subprocess.Process) -> None:
+    async def _read(self, process: asyncio.subprocess.Process, ready: asyncio.Event) -> None:
         assert process.stdout is not None
         try:
+            if await _read_frame(process.stdout) == ("ready",):
+                ready.set()
             while (batch := await _read_frame(process.stdout)) is not None:
                 for message in batch:
                     inbox = self._calls.get(message[1])
@@ -251,6 +275,7 @@ class ProviderWorker:
             code = await process.wait()
             if self._process is process:
                 self._process = None
+            ready.set()  # nobody waits for a child that is gone
             self._fail_open_calls(f"the provider worker process stopped (exit status {code})")
 
     def _fail_open_calls(self, why: str) -> None:
@@ -439,6 +464,7 @@ async def _serve_parent() -> None:
         return
     child = _Child(first[1], _Outbox(transport))
     child.load_adapters()
+    transport.write(_frame(("ready",)))
     try:
         # Its streams are the web process's, and so are its collector's pauses.
         async with collector.pauses_kept_short():

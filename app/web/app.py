@@ -90,6 +90,7 @@ def create_app(
         engine = get_engine(settings)
         migrate(engine)
         chosen = dict(providers) if providers is not None else available_providers(settings)
+        worker: ProviderWorker | None = None
         if provider_worker_wanted(settings) and WORKER_PROVIDERS & chosen.keys():
             worker = ProviderWorker(settings)
             try:
@@ -112,6 +113,8 @@ def create_app(
         app.state.jobs = jobs
         app.state.statuses = ProviderStatuses(chosen, settings)
         await asyncio.to_thread(_warm_up, app.state.templates, local="local" in chosen)
+        if worker is not None and not await worker.wait_ready():
+            log.warning("the provider worker process is not ready; debates start without waiting")
         await jobs.start()
         shorten_thread_switches()
         try:

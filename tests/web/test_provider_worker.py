@@ -48,6 +48,21 @@ def test_a_duel_runs_with_its_provider_calls_in_the_worker_process(
         raise AssertionError("the worker process outlived the app")
 
 
+def test_the_server_starts_debates_only_once_the_worker_has_imported_the_sdks(
+    fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    # The import takes over a second even on a quiet machine; a first call sent before it
+    # ended waited that long for its first byte, and a short stall timeout retried it.
+    settings = fake_settings(fake_llm, tmp_path / "home", provider_worker=True, stall_timeout=0.5)
+    with TestClient(create_app(settings)) as client:
+        claude = client.app.state.jobs.providers["anthropic"]  # type: ignore[attr-defined]
+        assert claude._worker.ready
+        debate_id = start_duel(client)
+        assert wait_for_debate(client, debate_id) == "completed"
+        turns = client.get(f"/api/debates/{debate_id}").json()["turns"]
+    assert [turn["attempts"] for turn in turns] == [1] * len(turns)
+
+
 def test_by_default_a_web_process_with_two_cores_runs_its_provider_calls_in_a_worker(
     fake_llm: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
