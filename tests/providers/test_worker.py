@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -112,6 +114,26 @@ async def test_when_the_worker_dies_its_calls_fail_retryably_and_the_next_call_s
     )
     assert text.startswith("Fake openai reply")
     assert worker.pid not in (None, first_pid)
+
+
+async def test_a_started_worker_is_ready_once_it_has_imported_the_sdks(
+    worker: ProviderWorker,
+) -> None:
+    assert not worker.ready
+    await worker.start()
+    assert await worker.wait_ready() and worker.ready
+
+
+async def test_a_worker_that_exits_while_starting_is_not_waited_for(
+    worker: ProviderWorker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A child that exits at once (here no Python at all) never says it is ready: the server
+    # must not wait a minute for it.
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    await worker.start()
+    began = time.monotonic()
+    assert not await worker.wait_ready()
+    assert time.monotonic() - began < 10 and not worker.ready
 
 
 async def test_only_the_http_adapters_move_to_the_worker(
