@@ -19,7 +19,7 @@ an event read back from Redis is its plain string, equal to it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, NamedTuple, Protocol, TypedDict, cast, overload
+from typing import Any, Literal, NamedTuple, NotRequired, Protocol, TypedDict, cast, overload
 
 from app.endings import EndedEarly
 from app.status import DebateStatus
@@ -38,9 +38,11 @@ EventType = Literal[
 
 
 class StatusData(TypedDict):
-    """The debate was queued (again) or began to run."""
+    """The debate was queued (again) or began to run; a run says when the debate first ran,
+    so a viewer's page shows it without reading the debate again."""
 
     status: DebateStatus
+    started_at: NotRequired[str]  # ISO 8601, with "running"
 
 
 class BatchData(TypedDict):

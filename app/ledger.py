@@ -61,6 +61,7 @@ class Start:
     token_budget: int | None
     # False: the debate was stopped (cancelled) before this job could mark it running.
     running: bool = True
+    started_at: datetime | None = None  # when it first ran
 
 
 class Ledger:
@@ -97,6 +98,7 @@ class Ledger:
                 done=store.completed_turns(session, debate_id=debate_id),
                 token_budget=debate.token_budget,
                 running=running,
+                started_at=debate.started_at,
             )
 
     def status(self, debate_id: str) -> DebateStatus | None:

@@ -29,7 +29,7 @@ from app import pricing
 from app.bus import EventBus
 from app.config import Settings
 from app.endings import OUTPUT_LIMIT, REPETITION, EndedEarly
-from app.event_types import RetryingData, TurnStartedData
+from app.event_types import RetryingData, StatusData, TurnStartedData
 from app.formats import Format, get_format
 from app.leases import Fence
 from app.ledger import Ledger, TurnRecord, ledger_lane
@@ -98,7 +98,10 @@ class Runner:
             # Cancelled while this job was on its way: the cancel stands, and says so itself.
             status = await ledger_lane.run(self._ledger.status, debate_id)
             return RunResult(status or DebateStatus.CANCELLED)
-        self.hub.publish(debate_id, "status", {"status": DebateStatus.RUNNING})
+        running: StatusData = {"status": DebateStatus.RUNNING}
+        if begun.started_at is not None:
+            running["started_at"] = begun.started_at.isoformat()
+        self.hub.publish(debate_id, "status", running)
         spec, done, budget = begun.spec, begun.done, begun.token_budget
         fmt = get_format(spec.format)
         try:

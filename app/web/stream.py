@@ -180,7 +180,9 @@ async def page_stream(
     last_event_id: Annotated[str | None, Query()] = None,
     last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> LiveEventResponse:
-    status = await run_in_threadpool(_debate_status, engine, debate_id)
+    status = await run_in_threadpool(timelines.watch, debate_id)
+    if status is None:
+        raise HTTPException(404, f"No debate {debate_id}.")
     fragments = Fragments(templates.env, engine, debate_id, timelines)
     after = chosen_last_id(last_event_id_header, last_event_id)
     return LiveEventResponse(
@@ -272,7 +274,9 @@ class Fragments:
         return self.render("partials/debate_body.html", view=view, swap_oob=True)
 
     def _on_status(self, data: StatusData) -> str:
-        timeline = self._timelines.refresh_debate(self._debate_id)
+        timeline = self._timelines.note_status(
+            self._debate_id, data["status"], started_at=data.get("started_at")
+        )
         if timeline is None:
             return ""
         debate = timeline.debate

@@ -7,9 +7,14 @@ with short replies, a hundred turns start and a hundred end every second. A ``Ti
 holds the debate and its saved turns; it is read once, then each completed turn's event puts
 in the saved turn it carries (``TurnCompletedData``), each failed turn's event reads only that
 turn's row (a later attempt with the same key replaces the earlier one), and each status
-event reads the debate again (its status, start and end are what change). A debate no event
-has touched for a while drops out (least recently used first); reading it again gives the
-same result, only later.
+event puts in the status and the start it carries (``StatusData``). A debate no event has
+touched for a while drops out (least recently used first); reading it again gives the same
+result, only later.
+
+A viewer opening a debate's stream reads its timeline then, in the request's own thread
+(``watch``), with the status it needs anyway. Read on its first event instead, the timeline
+was read in the few rendering threads, behind every other debate's events: on PostgreSQL,
+with fifty debates starting at once on every web node, their first text waited for it.
 
 Events are rendered in worker threads (``app.web.offload``), so every access is under a lock.
 """
@@ -20,14 +25,16 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from app import store
 from app.db import session_scope
 from app.models import Debate, Turn
+from app.status import DebateStatus
 from app.web.view import (
     GroupView,
     Progress,
@@ -102,18 +109,38 @@ class Timelines:
             ).first()
             return turn_from_row(row) if row is not None else None
 
-    def refresh_debate(self, debate_id: str) -> Timeline | None:
-        """The timeline with its debate read again (after a status event: the status, the
-        start and the end are what change), or None when the debate is gone."""
-        timeline, fresh = self._get(debate_id)
-        if timeline is None or fresh:
-            return timeline
+    def watch(self, debate_id: str) -> DebateStatus | None:
+        """The debate's status as the database has it now, for a viewer about to watch it;
+        the timeline of a debate still going, when none is kept, read in the same session.
+        None when there is no such debate."""
+        with self._lock:
+            kept = debate_id in self._timelines
         with session_scope(self._engine) as session:
+            if kept:
+                return store.debate_status(session, debate_id=debate_id)
             debate = store.get_debate(session, debate_id=debate_id)
-        if debate is None:
+            if debate is None:
+                return None
+            status = DebateStatus(debate.status)
+            if status.is_ended:  # its viewer gets the final page, read whole
+                return status
+            timeline = _timeline_of(session, debate)
+        self._keep(debate_id, timeline)
+        return status
+
+    def note_status(
+        self, debate_id: str, status: DebateStatus, *, started_at: str | None = None
+    ) -> Timeline | None:
+        """The timeline with the status (and start) a status event carries put into its
+        debate; None when there is no such debate."""
+        timeline = self.get(debate_id)
+        if timeline is None:
             return None
         with self._lock:
-            timeline.debate = debate
+            debate = timeline.debate
+            debate.status = DebateStatus(status).value
+            if started_at is not None:
+                debate.started_at = datetime.fromisoformat(started_at)
         return timeline
 
     def _get(self, debate_id: str) -> tuple[Timeline | None, bool]:
@@ -128,6 +155,10 @@ class Timelines:
         timeline = self._read(debate_id)
         if timeline is None:
             return None, True
+        return self._keep(debate_id, timeline)
+
+    def _keep(self, debate_id: str, timeline: Timeline) -> tuple[Timeline, bool]:
+        """The timeline kept for the debate, and whether it is ``timeline`` (just read)."""
         with self._lock:
             kept = self._timelines.get(debate_id)
             if kept is not None:  # another thread read it meanwhile: keep the one in use
@@ -140,9 +171,11 @@ class Timelines:
     def _read(self, debate_id: str) -> Timeline | None:
         with session_scope(self._engine) as session:
             debate = store.get_debate(session, debate_id=debate_id)
-            if debate is None:
-                return None
-            rows = store.turns_of(session, debate_id=debate_id)
-            seat_order = tuple(seat.role for seat in store.debate_spec(debate).seats)
-        turns = {row.key: turn_from_row(row) for row in rows}
-        return Timeline(debate=debate, seat_order=seat_order, turns=turns)
+            return _timeline_of(session, debate) if debate is not None else None
+
+
+def _timeline_of(session: Session, debate: Debate) -> Timeline:
+    rows = store.turns_of(session, debate_id=debate.id)
+    seat_order = tuple(seat.role for seat in store.debate_spec(debate).seats)
+    turns = {row.key: turn_from_row(row) for row in rows}
+    return Timeline(debate=debate, seat_order=seat_order, turns=turns)

@@ -112,6 +112,6 @@ async def test_a_debate_runs_to_its_end_with_redis_down_and_its_events_arrive_la
         finally:
             await viewer.aclose()
         assert completed_keys(seen) == saved and saved
-        assert seen[0].data == {"status": "running"} and seen[-1].type == "end"
+        assert seen[0].data["status"] == "running" and seen[-1].type == "end"
     finally:
         await bus.aclose()

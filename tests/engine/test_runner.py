@@ -123,6 +123,12 @@ async def test_every_turn_is_saved_before_it_is_announced(
     assert result.status == "completed"
     assert seen_in_database and all(seen_in_database)
     assert events[-1].type == "end" and events[-1].data["status"] == "completed"
+    # The run's status says when the debate started, as saved: a page shows it unread.
+    (running,) = [e.data for e in events if e.type == "status" and e.data["status"] == "running"]
+    with session_scope(engine) as session:
+        debate = store.get_debate(session, debate_id=debate_id)
+        assert debate is not None and debate.started_at is not None
+        assert running["started_at"] == debate.started_at.isoformat()
     saved = {turn.key: turn.text for turn in turns(engine, debate_id)}
     streamed: dict[str, str] = {}
     for event in events:

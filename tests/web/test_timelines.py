@@ -17,6 +17,7 @@ from app.db import session_scope
 from app.events import Event
 from app.models import utcnow
 from app.spec import DebateSpec, Seat
+from app.status import DebateStatus
 from app.web.deps import make_templates
 from app.web.stream import Fragments
 from app.web.timelines import Timeline, Timelines
@@ -117,7 +118,9 @@ def test_turn_events_render_from_the_timeline_not_the_database(engine: Engine) -
     assert set(timeline.turns) == {"r1.opening.claude", "r1.opening.gemini"}
 
 
-def test_a_status_event_reads_the_debate_again(engine: Engine) -> None:
+def test_a_status_event_puts_its_status_and_start_into_the_timeline_reading_nothing(
+    engine: Engine,
+) -> None:
     with session_scope(engine) as session:
         debate = store.create_debate(session, spec=DebateSpec(topic="Tea or coffee?", seats=SEATS))
         debate_id = debate.id
@@ -125,13 +128,49 @@ def test_a_status_event_reads_the_debate_again(engine: Engine) -> None:
     fragments = Fragments(make_templates().env, engine, debate_id, timelines)
     timeline = timelines.get(debate_id)
     assert timeline is not None and timeline.debate.status == "queued"
+    began = utcnow() - timedelta(seconds=30)
+    running = {"status": "running", "started_at": began.isoformat()}
+    with statements_sent(engine, "SELECT") as selects:
+        html = fragments.for_event(Event(1, "e", debate_id, "status", running))
+    assert selects == []
+    assert timeline.debate.status == "running" and timeline.debate.started_at == began
+    assert html is not None and "Cancel" in html.data
+    assert timeline.progress().started_at == began
+
+
+def test_a_viewer_opening_a_stream_reads_the_timeline_with_the_status_once(
+    engine: Engine,
+) -> None:
     with session_scope(engine) as session:
-        row = store.get_debate(session, debate_id=debate_id)
-        assert row is not None
-        row.status = "running"
-        row.started_at = utcnow()
-    fragments.for_event(Event(1, "e", debate_id, "status", {"status": "running"}))
-    assert timeline.debate.status == "running" and timeline.debate.started_at is not None
+        debate = store.create_debate(session, spec=DebateSpec(topic="Tea or coffee?", seats=SEATS))
+        debate_id = debate.id
+    timelines = Timelines(engine)
+    assert timelines.watch(debate_id) == "queued"
+    with statements_sent(engine, "SELECT") as selects:
+        assert timelines.get(debate_id) is not None  # kept: its first event reads nothing
+    assert selects == []
+    with session_scope(engine) as session:
+        store.set_status(session, debate_id=debate_id, status=DebateStatus.RUNNING)
+    with statements_sent(engine, "SELECT") as selects:
+        assert timelines.watch(debate_id) == "running"  # the next viewer: the status only
+    assert len(selects) == 1
+    assert timelines.watch("no-such-debate") is None
+
+
+def test_a_viewer_of_an_ended_debate_reads_no_timeline(engine: Engine) -> None:
+    # Its stream sends the final page, read whole: the turns read for a timeline would be
+    # read for nothing.
+    with session_scope(engine) as session:
+        debate = store.create_debate(session, spec=DebateSpec(topic="Tea or coffee?", seats=SEATS))
+        debate_id = debate.id
+        store.set_status(session, debate_id=debate_id, status=DebateStatus.COMPLETED)
+    timelines = Timelines(engine)
+    with statements_sent(engine, "SELECT") as selects:
+        assert timelines.watch(debate_id) == "completed"
+    assert len(selects) == 1
+    with statements_sent(engine, "SELECT") as selects:
+        assert timelines.get(debate_id) is not None
+    assert selects, "nothing was kept for it"
 
 
 def test_the_least_recently_used_timeline_is_dropped_past_capacity(engine: Engine) -> None:
