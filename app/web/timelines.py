@@ -136,11 +136,16 @@ class Timelines:
         timeline = self.get(debate_id)
         if timeline is None:
             return None
+        # The bus may be shared with a newer version of Argue: what this one cannot read is
+        # left as it was, not allowed to stop the stream.
+        known = status in DebateStatus.__members__.values()
+        began = _instant(started_at)
         with self._lock:
             debate = timeline.debate
-            debate.status = DebateStatus(status).value
-            if started_at is not None:
-                debate.started_at = datetime.fromisoformat(started_at)
+            if known:
+                debate.status = DebateStatus(status).value
+            if began is not None:
+                debate.started_at = began
         return timeline
 
     def _get(self, debate_id: str) -> tuple[Timeline | None, bool]:
@@ -179,3 +184,12 @@ def _timeline_of(session: Session, debate: Debate) -> Timeline:
     seat_order = tuple(seat.role for seat in store.debate_spec(debate).seats)
     turns = {row.key: turn_from_row(row) for row in rows}
     return Timeline(debate=debate, seat_order=seat_order, turns=turns)
+
+
+def _instant(text: object) -> datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None

@@ -138,6 +138,23 @@ def test_a_status_event_puts_its_status_and_start_into_the_timeline_reading_noth
     assert timeline.progress().started_at == began
 
 
+def test_a_status_event_this_version_cannot_read_leaves_the_timeline_as_it_was(
+    engine: Engine,
+) -> None:
+    # A newer Argue sharing the bus may send a status or a time this one does not know.
+    with session_scope(engine) as session:
+        debate = store.create_debate(session, spec=DebateSpec(topic="Tea or coffee?", seats=SEATS))
+        debate_id = debate.id
+    timelines = Timelines(engine)
+    fragments = Fragments(make_templates().env, engine, debate_id, timelines)
+    timeline = timelines.get(debate_id)
+    assert timeline is not None
+    odd = {"status": "paused", "started_at": "yesterday, about noon"}
+    html = fragments.for_event(Event(1, "e", debate_id, "status", odd))
+    assert html is not None and "paused" in html.data
+    assert timeline.debate.status == "queued" and timeline.debate.started_at is None
+
+
 def test_a_viewer_opening_a_stream_reads_the_timeline_with_the_status_once(
     engine: Engine,
 ) -> None:
