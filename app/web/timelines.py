@@ -25,7 +25,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -40,6 +39,7 @@ from app.web.view import (
     Progress,
     TurnView,
     group_turns,
+    parse_moment,
     progress_of,
     turn_from_live,
     turn_from_row,
@@ -139,7 +139,7 @@ class Timelines:
         # The bus may be shared with a newer version of Argue: what this one cannot read is
         # left as it was, not allowed to stop the stream.
         known = status in DebateStatus.__members__.values()
-        began = _instant(started_at)
+        began = parse_moment(started_at)
         with self._lock:
             debate = timeline.debate
             if known:
@@ -184,12 +184,3 @@ def _timeline_of(session: Session, debate: Debate) -> Timeline:
     seat_order = tuple(seat.role for seat in store.debate_spec(debate).seats)
     turns = {row.key: turn_from_row(row) for row in rows}
     return Timeline(debate=debate, seat_order=seat_order, turns=turns)
-
-
-def _instant(text: object) -> datetime | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        return None

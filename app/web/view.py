@@ -150,12 +150,13 @@ def turn_from_completed(data: Mapping[str, Any]) -> TurnView | None:
         latency_ms=int(data.get("latency_ms", 0)),
         attempts=int(data.get("attempts", 1)),
         ended_early=data.get("ended_early"),
-        started_at=_moment(data.get("started_at")),
-        finished_at=_moment(data.get("finished_at")),
+        started_at=parse_moment(data.get("started_at")),
+        finished_at=parse_moment(data.get("finished_at")),
     )
 
 
-def _moment(value: Any) -> datetime | None:
+def parse_moment(value: Any) -> datetime | None:
+    """An ISO 8601 time from an event; None for anything else (a newer producer's, say)."""
     if not isinstance(value, str):
         return None
     try:

@@ -76,14 +76,25 @@ def progress_from_database(engine: Engine, debate_id: str) -> str | None:
         return progress_of(debate, groups).step
 
 
-def watched_running_debate(engine: Engine) -> tuple[str, Timelines, Fragments]:
+def queued_debate(engine: Engine) -> str:
     with session_scope(engine) as session:
         debate = store.create_debate(session, spec=DebateSpec(topic="Tea or coffee?", seats=SEATS))
-        debate.status = "running"
-        debate.started_at = utcnow() - timedelta(seconds=10)
-        debate_id = debate.id
+        return debate.id
+
+
+def watched_debate(engine: Engine, debate_id: str) -> tuple[str, Timelines, Fragments]:
     timelines = Timelines(engine)
     return debate_id, timelines, Fragments(make_templates().env, engine, debate_id, timelines)
+
+
+def watched_running_debate(engine: Engine) -> tuple[str, Timelines, Fragments]:
+    debate_id = queued_debate(engine)
+    with session_scope(engine) as session:
+        debate = store.get_debate(session, debate_id=debate_id)
+        assert debate is not None
+        debate.status = "running"
+        debate.started_at = utcnow() - timedelta(seconds=10)
+    return watched_debate(engine, debate_id)
 
 
 def test_turn_events_render_from_the_timeline_not_the_database(engine: Engine) -> None:
@@ -121,11 +132,7 @@ def test_turn_events_render_from_the_timeline_not_the_database(engine: Engine) -
 def test_a_status_event_puts_its_status_and_start_into_the_timeline_reading_nothing(
     engine: Engine,
 ) -> None:
-    with session_scope(engine) as session:
-        debate = store.create_debate(session, spec=DebateSpec(topic="Tea or coffee?", seats=SEATS))
-        debate_id = debate.id
-    timelines = Timelines(engine)
-    fragments = Fragments(make_templates().env, engine, debate_id, timelines)
+    debate_id, timelines, fragments = watched_debate(engine, queued_debate(engine))
     timeline = timelines.get(debate_id)
     assert timeline is not None and timeline.debate.status == "queued"
     began = utcnow() - timedelta(seconds=30)
@@ -142,11 +149,7 @@ def test_a_status_event_this_version_cannot_read_leaves_the_timeline_as_it_was(
     engine: Engine,
 ) -> None:
     # A newer Argue sharing the bus may send a status or a time this one does not know.
-    with session_scope(engine) as session:
-        debate = store.create_debate(session, spec=DebateSpec(topic="Tea or coffee?", seats=SEATS))
-        debate_id = debate.id
-    timelines = Timelines(engine)
-    fragments = Fragments(make_templates().env, engine, debate_id, timelines)
+    debate_id, timelines, fragments = watched_debate(engine, queued_debate(engine))
     timeline = timelines.get(debate_id)
     assert timeline is not None
     odd = {"status": "paused", "started_at": "yesterday, about noon"}
@@ -158,9 +161,7 @@ def test_a_status_event_this_version_cannot_read_leaves_the_timeline_as_it_was(
 def test_a_viewer_opening_a_stream_reads_the_timeline_with_the_status_once(
     engine: Engine,
 ) -> None:
-    with session_scope(engine) as session:
-        debate = store.create_debate(session, spec=DebateSpec(topic="Tea or coffee?", seats=SEATS))
-        debate_id = debate.id
+    debate_id = queued_debate(engine)
     timelines = Timelines(engine)
     assert timelines.watch(debate_id) == "queued"
     with statements_sent(engine, "SELECT") as selects:
@@ -177,9 +178,8 @@ def test_a_viewer_opening_a_stream_reads_the_timeline_with_the_status_once(
 def test_a_viewer_of_an_ended_debate_reads_no_timeline(engine: Engine) -> None:
     # Its stream sends the final page, read whole: the turns read for a timeline would be
     # read for nothing.
+    debate_id = queued_debate(engine)
     with session_scope(engine) as session:
-        debate = store.create_debate(session, spec=DebateSpec(topic="Tea or coffee?", seats=SEATS))
-        debate_id = debate.id
         store.set_status(session, debate_id=debate_id, status=DebateStatus.COMPLETED)
     timelines = Timelines(engine)
     with statements_sent(engine, "SELECT") as selects:
