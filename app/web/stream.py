@@ -94,7 +94,10 @@ def chosen_last_id(header: str | None, query: str | None) -> str | None:
 
 def _debate_status(engine: Engine, debate_id: str) -> DebateStatus:
     with session_scope(engine) as session:
-        status = store.debate_status(session, debate_id=debate_id)
+        return _found(store.debate_status(session, debate_id=debate_id), debate_id)
+
+
+def _found(status: DebateStatus | None, debate_id: str) -> DebateStatus:
     if status is None:
         raise HTTPException(404, f"No debate {debate_id}.")
     return status
@@ -180,9 +183,7 @@ async def page_stream(
     last_event_id: Annotated[str | None, Query()] = None,
     last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> LiveEventResponse:
-    status = await run_in_threadpool(timelines.watch, debate_id)
-    if status is None:
-        raise HTTPException(404, f"No debate {debate_id}.")
+    status = _found(await run_in_threadpool(timelines.watch, debate_id), debate_id)
     fragments = Fragments(templates.env, engine, debate_id, timelines)
     after = chosen_last_id(last_event_id_header, last_event_id)
     return LiveEventResponse(

@@ -138,12 +138,12 @@ class Timelines:
             return None
         # The bus may be shared with a newer version of Argue: what this one cannot read is
         # left as it was, not allowed to stop the stream.
-        known = status in DebateStatus.__members__.values()
+        known = str(status) if status in DebateStatus.__members__.values() else None
         began = parse_moment(started_at)
         with self._lock:
             debate = timeline.debate
-            if known:
-                debate.status = DebateStatus(status).value
+            if known is not None:
+                debate.status = known
             if began is not None:
                 debate.started_at = began
         return timeline
