@@ -53,6 +53,7 @@ from app.leases import Fence, Lease, LeaseLost, Renewals
 from app.migrate import migrate
 from app.providers.base import Provider
 from app.providers.registry import PROVIDER_NAMES, build_provider, close_providers
+from app.providers.worker import moved_to_worker, provider_worker_wanted
 from app.runner import Runner
 from app.status import ACTIVE_STATUSES, DebateStatus
 
@@ -350,6 +351,9 @@ async def serve(settings: Settings, *, concurrency: int, name: str) -> None:
     timing = WorkerTiming.from_settings(settings)
     bus = bus_from_settings(settings)
     providers = available_providers(settings)
+    provider_worker = None
+    if provider_worker_wanted(settings, runs_debates=True):
+        providers, provider_worker = await moved_to_worker(providers, settings)
     queue_app = make_app(settings)
     worker = DebateWorker(
         engine=engine,
@@ -379,6 +383,10 @@ async def serve(settings: Settings, *, concurrency: int, name: str) -> None:
                 log.exception("job %s of debate %s not handed back", job_id, debate_id)
             raise
 
+    # Jobs are taken only once the calls can be made: a resumed turn waiting for the SDKs'
+    # import would count it as the provider's silence.
+    if provider_worker is not None:
+        await provider_worker.wait_ready()
     log.info(
         "worker %s: up to %d debate(s) at once; take-over of a silent worker's debates "
         "within about %.0f s",

@@ -13,6 +13,7 @@ processes are stopped, then the database is dropped and every Redis key under th
 
 from __future__ import annotations
 
+import contextlib
 import math
 import secrets
 import shutil
@@ -169,9 +170,6 @@ class ClusterStack(Stack):
             ARGUE_REDIS_KEY_PREFIX=self.redis_prefix,
             ARGUE_RUN_DEBATES="workers",
             ARGUE_WORKER_CONCURRENCY=str(self.cluster.worker_concurrency),
-            # The web nodes call no provider in workers mode, and `argue worker` makes its
-            # calls in its own process: a provider worker would only idle.
-            ARGUE_PROVIDER_WORKER="0",
         )
         return env
 
@@ -186,6 +184,10 @@ class ClusterStack(Stack):
         }
         for number, pid in enumerate(self.worker_pids, start=1):
             parts[f"worker {number}"] = processes.usage(pid)
+            calls = processes.child_running(pid, "app.providers.worker")
+            if calls is not None:
+                with contextlib.suppress(OSError):  # it just stopped
+                    parts[f"worker {number} (its provider calls)"] = processes.usage(calls)
         return parts
 
     def app_usage(self) -> processes.Usage:
@@ -208,7 +210,7 @@ class ClusterStack(Stack):
         )
 
     def worker_pid(self) -> int | None:
-        return None  # no provider worker process here (ARGUE_PROVIDER_WORKER=0)
+        return None  # web nodes call no provider; the workers' own are in process_usages
 
     def app_log_tail(self, lines: int = 20) -> str:
         tails = []

@@ -3,9 +3,10 @@
 A server streaming hundreds of debates spends about half of its one core (Python runs one
 thread at a time) inside the providers' SDKs: their HTTP clients and their parsing of every
 streamed event. So the Claude, Gemini and OpenAI adapters run in a child process instead, on
-another core, and the web process keeps the debates, the database and the viewers: by
-default whenever the web process runs debates itself and has a second core
-(``provider_worker_wanted``); ``ARGUE_PROVIDER_WORKER=1`` or ``0`` decides it outright.
+another core, and the parent keeps the debates, the database and the viewers (or, in an
+``argue worker``, the debates and their event stream): by default whenever the process runs
+debates itself and has a second core (``provider_worker_wanted``); ``ARGUE_PROVIDER_WORKER=1``
+or ``0`` decides it outright.
 ``RemoteProvider`` stands in for an adapter: same ``Provider`` protocol, so the runner and the
 retries do not know the difference.
 
@@ -77,12 +78,12 @@ def usable_cpus() -> int:
     return os.cpu_count() or 1
 
 
-def provider_worker_wanted(settings: Settings) -> bool:
+def provider_worker_wanted(settings: Settings, *, runs_debates: bool) -> bool:
     """Whether a process with these settings moves its provider calls to a worker: as
     set, or, unset, when it runs debates itself and another core is there to take them."""
     if settings.provider_worker is not None:
         return settings.provider_worker
-    return settings.run_debates == "in-process" and usable_cpus() > 1
+    return runs_debates and usable_cpus() > 1
 
 
 def _frame(message: object) -> bytes:
@@ -157,13 +158,13 @@ class ProviderWorker:
     async def wait_ready(self) -> bool:
         """Wait until the child has imported the SDKs; False when it stopped first or took
         over a minute (the calls then go on as they can)."""
-        if self._process is None:
-            return False
-        try:
-            await asyncio.wait_for(self._ready.wait(), _READY_SECONDS)
-        except TimeoutError:
-            return False
-        return self._process is not None
+        if self._process is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._ready.wait(), _READY_SECONDS)
+        if self.ready:
+            return True
+        log.warning("the provider worker process is not ready; calls go on without waiting")
+        return False
 
     async def stream(
         self,
@@ -335,6 +336,22 @@ def in_worker_process(
         name: RemoteProvider(provider, worker) if name in WORKER_PROVIDERS else provider
         for name, provider in providers.items()
     }
+
+
+async def moved_to_worker(
+    providers: dict[str, Provider], settings: Settings
+) -> tuple[dict[str, Provider], ProviderWorker | None]:
+    """The same providers, the HTTP adapters among them answered by a worker process started
+    here (it imports the SDKs meanwhile: see ``wait_ready``); as they are, with no worker,
+    when there is no such adapter among them."""
+    if not WORKER_PROVIDERS & providers.keys():
+        return providers, None
+    worker = ProviderWorker(settings)
+    try:
+        await worker.start()
+    except ProviderError as error:  # the first call tries again
+        log.warning("%s", error)
+    return in_worker_process(providers, worker), worker
 
 
 # -- the child's side -----------------------------------------------------------------------

@@ -23,15 +23,10 @@ from app.config import Settings, get_settings
 from app.db import database_failure, get_engine
 from app.jobs import JobManager
 from app.migrate import migrate
-from app.providers.base import Provider, ProviderError
+from app.providers.base import Provider
 from app.providers.local import llama_cpp_missing
 from app.providers.registry import PROVIDER_NAMES, build_provider, close_providers
-from app.providers.worker import (
-    WORKER_PROVIDERS,
-    ProviderWorker,
-    in_worker_process,
-    provider_worker_wanted,
-)
+from app.providers.worker import ProviderWorker, moved_to_worker, provider_worker_wanted
 from app.resources import STATIC_DIR
 from app.threads import limit_request_threads
 from app.web import api, apidocs, assets, delete, evals, pages, report, security, stream
@@ -91,13 +86,8 @@ def create_app(
         migrate(engine)
         chosen = dict(providers) if providers is not None else available_providers(settings)
         worker: ProviderWorker | None = None
-        if provider_worker_wanted(settings) and WORKER_PROVIDERS & chosen.keys():
-            worker = ProviderWorker(settings)
-            try:
-                await worker.start()
-            except ProviderError as error:  # the first call tries again
-                log.warning("%s", error)
-            chosen = in_worker_process(chosen, worker)
+        if provider_worker_wanted(settings, runs_debates=settings.run_debates == "in-process"):
+            chosen, worker = await moved_to_worker(chosen, settings)
         hub = bus_from_settings(settings)
         jobs = JobManager(engine=engine, hub=hub, providers=chosen, settings=settings)
         if settings.run_debates == "workers":
@@ -113,8 +103,8 @@ def create_app(
         app.state.jobs = jobs
         app.state.statuses = ProviderStatuses(chosen, settings)
         await asyncio.to_thread(_warm_up, app.state.templates, local="local" in chosen)
-        if worker is not None and not await worker.wait_ready():
-            log.warning("the provider worker process is not ready; debates start without waiting")
+        if worker is not None:
+            await worker.wait_ready()
         await jobs.start()
         shorten_thread_switches()
         try:

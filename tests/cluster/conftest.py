@@ -191,6 +191,16 @@ class WorkerProcess:
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
+    def provider_calls_pid(self) -> int | None:
+        """The worker's child process that makes its provider calls, if it has one."""
+        assert self.process is not None
+        for task in Path(f"/proc/{self.process.pid}/task").iterdir():
+            for child in (task / "children").read_text().split():
+                command = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+                if b"app.providers.worker" in command:
+                    return int(child)
+        return None
+
 
 @pytest.fixture
 def workers(
@@ -252,7 +262,7 @@ def turn_rows(engine: Engine, debate_id: str) -> list[dict[str, Any]]:
     with engine.connect() as connection:
         rows = connection.execute(
             text(
-                "SELECT id, key, seq, status, text, finished_at FROM turn "
+                "SELECT id, key, seq, status, text, attempts, finished_at FROM turn "
                 "WHERE debate_id = :id ORDER BY seq"
             ),
             {"id": debate_id},

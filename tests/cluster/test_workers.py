@@ -10,6 +10,8 @@ past the last, so a turn saved again would leave a gap where it was first number
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Callable
 from typing import Any
@@ -119,6 +121,37 @@ def test_a_killed_workers_debate_is_taken_over_and_completes_saving_no_turn_twic
         assert kept[before["id"]] == before
     assert "put back job" in bravo.log_text()
     print(f"taken over {taken_after:.1f} s after the kill (take-over time {TAKEOVER_SECONDS} s)")
+
+
+def test_a_worker_makes_its_calls_in_a_child_process_and_retries_a_turn_the_child_dies_in(
+    web_node: Callable[[], TestClient],
+    workers: Callable[..., WorkerProcess],
+    pg_engine: Engine,
+    fake_llm: FakeLLMServer,
+) -> None:
+    fake_llm.set_default_token_delay(0.15)  # a turn streams for about two seconds
+    client = web_node()
+    # What `argue worker` does by default wherever it has a second core.
+    worker = workers("alpha", env={"ARGUE_PROVIDER_WORKER": "1"})
+    calls = worker.provider_calls_pid()
+    assert calls is not None, worker.log_text()
+    debate_id = start_duel(client)
+    wait_until(lambda: turn_rows(pg_engine, debate_id), timeout=RUN_TIMEOUT, what="a turn")
+    count = len(fake_llm.requests)
+    wait_until(lambda: len(fake_llm.requests) > count, timeout=RUN_TIMEOUT, what="next turn")
+    os.kill(calls, signal.SIGKILL)  # the child, in the middle of a turn; the worker lives on
+
+    row = wait_until(lambda: finished(pg_engine, debate_id), timeout=RUN_TIMEOUT, what="the end")
+
+    assert row["status"] == "completed", row
+    assert row["lease_token"] == 1  # never left its worker
+    turns = turn_rows(pg_engine, debate_id)
+    assert len(turns) == DUEL_TURNS
+    assert_each_turn_saved_once(turns)
+    assert [turn["attempts"] for turn in turns].count(2) == 1, turns  # the cut turn, again
+    assert worker.process is not None and worker.process.poll() is None
+    restarted = worker.provider_calls_pid()
+    assert restarted is not None and restarted != calls
 
 
 def test_cancel_on_a_web_node_stops_the_debate_on_its_worker_and_another_node_resumes_it(

@@ -78,23 +78,23 @@ def test_by_default_a_web_process_with_two_cores_runs_its_provider_calls_in_a_wo
 
 
 @pytest.mark.parametrize(
-    ("cpus", "run_debates", "setting", "wanted"),
+    ("cpus", "runs_debates", "setting", "wanted"),
     [
-        ({0, 1}, "in-process", None, True),
-        ({0}, "in-process", None, False),  # no second core to give the calls to
-        ({0, 1}, "workers", None, False),  # a web node that only enqueues
-        ({0, 1}, "in-process", False, False),
-        ({0}, "in-process", True, True),
+        ({0, 1}, True, None, True),  # `argue serve`, or an `argue worker`
+        ({0}, True, None, False),  # no second core to give the calls to
+        ({0, 1}, False, None, False),  # a web node that only enqueues
+        ({0, 1}, True, False, False),
+        ({0}, True, True, True),
     ],
 )
 def test_the_provider_worker_is_on_by_default_only_where_it_helps(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
     cpus: set[int],
-    run_debates: str,
+    runs_debates: bool,
     setting: bool | None,
     wanted: bool,
 ) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: cpus)
-    settings = Settings(home=tmp_path, run_debates=run_debates, provider_worker=setting)  # type: ignore[arg-type]
-    assert provider_worker_wanted(settings) is wanted
+    settings = Settings(home=tmp_path, provider_worker=setting)
+    assert provider_worker_wanted(settings, runs_debates=runs_debates) is wanted
