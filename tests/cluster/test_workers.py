@@ -14,6 +14,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -152,6 +153,28 @@ def test_a_worker_makes_its_calls_in_a_child_process_and_retries_a_turn_the_chil
     assert worker.process is not None and worker.process.poll() is None
     restarted = worker.provider_calls_pid()
     assert restarted is not None and restarted != calls
+
+
+def test_a_killed_worker_leaves_no_provider_process_behind(
+    workers: Callable[..., WorkerProcess],
+) -> None:
+    worker = workers("alpha", env={"ARGUE_PROVIDER_WORKER": "1"})
+    calls = worker.provider_calls_pid()
+    assert calls is not None, worker.log_text()
+
+    worker.kill()
+
+    # Its stdin closed with the worker: it exits on its own (reaped by init, here or in a
+    # container).
+    wait_until(lambda: not _running(calls), timeout=10, what="the provider process to exit")
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"  # a zombie has exited, and waits only for its parent to reap it
 
 
 def test_cancel_on_a_web_node_stops_the_debate_on_its_worker_and_another_node_resumes_it(
