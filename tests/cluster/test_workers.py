@@ -58,6 +58,17 @@ def assert_each_turn_saved_once(turns: list[dict[str, Any]]) -> None:
     assert len({turn["key"] for turn in turns}) == len(turns)
 
 
+def wait_until_mid_turn(
+    engine: Engine, fake: FakeLLMServer, debate_id: str
+) -> list[dict[str, Any]]:
+    """Until a turn is saved and the next one's call is under way; the turns saved by then."""
+    wait_until(lambda: turn_rows(engine, debate_id), timeout=RUN_TIMEOUT, what="a turn")
+    saved = turn_rows(engine, debate_id)
+    count = len(fake.requests)
+    wait_until(lambda: len(fake.requests) > count, timeout=RUN_TIMEOUT, what="next turn")
+    return saved
+
+
 def test_a_web_node_only_enqueues_and_a_worker_runs_the_debate_to_its_end(
     web_node: Callable[[], TestClient],
     workers: Callable[..., WorkerProcess],
@@ -99,11 +110,7 @@ def test_a_killed_workers_debate_is_taken_over_and_completes_saving_no_turn_twic
     client = web_node()
     alpha = workers("alpha")
     debate_id = start_duel(client)
-    # Killed in the middle of a turn, after at least one turn was saved.
-    wait_until(lambda: turn_rows(pg_engine, debate_id), timeout=RUN_TIMEOUT, what="a turn")
-    saved_before = turn_rows(pg_engine, debate_id)
-    count = len(fake_llm.requests)
-    wait_until(lambda: len(fake_llm.requests) > count, timeout=RUN_TIMEOUT, what="next turn")
+    saved_before = wait_until_mid_turn(pg_engine, fake_llm, debate_id)
     alpha.kill()
     killed_at = time.monotonic()
 
@@ -137,9 +144,7 @@ def test_a_worker_makes_its_calls_in_a_child_process_and_retries_a_turn_the_chil
     calls = worker.provider_calls_pid()
     assert calls is not None, worker.log_text()
     debate_id = start_duel(client)
-    wait_until(lambda: turn_rows(pg_engine, debate_id), timeout=RUN_TIMEOUT, what="a turn")
-    count = len(fake_llm.requests)
-    wait_until(lambda: len(fake_llm.requests) > count, timeout=RUN_TIMEOUT, what="next turn")
+    wait_until_mid_turn(pg_engine, fake_llm, debate_id)
     os.kill(calls, signal.SIGKILL)  # the child, in the middle of a turn; the worker lives on
 
     row = wait_until(lambda: finished(pg_engine, debate_id), timeout=RUN_TIMEOUT, what="the end")
