@@ -18,6 +18,11 @@ hands their jobs straight back to the queue for another worker. Every worker als
 for jobs of workers that stopped sending heartbeats and puts them back in the queue.
 
 Everything taken, finished, given up, handed back or put back is logged.
+
+Where it has a second core, the worker makes its provider calls in a child process
+(``app.providers.worker``), as ``argue serve`` does: the SDKs' parsing of every streamed event
+then leaves its event loop to the runs and their event stream. It takes no job until that
+child has imported the SDKs.
 """
 
 from __future__ import annotations
