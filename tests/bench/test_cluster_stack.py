@@ -123,8 +123,10 @@ def test_a_debate_started_on_node_a_runs_on_a_worker_streams_through_node_b_and_
         name, prefix = stack.database_name, stack.redis_prefix
         assert redis_keys(cluster_options.redis_url, prefix)
         assert database_exists(cluster_options.postgres_url, name)
+        calls_pid = child_running(stack.worker_pids[0], "app.providers.worker")
         pids = [*stack.node_pids, *stack.worker_pids, stack.fake_pid]
-        pids += [p for p in [child_running(stack.worker_pids[0], "app.providers.worker")] if p]
+        if calls_pid is not None:
+            pids.append(calls_pid)
     finally:
         stack.stop()
 

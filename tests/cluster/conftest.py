@@ -26,6 +26,7 @@ from app.config import PROJECT_ROOT, Settings
 from app.db import make_engine
 from app.debate_queue import ensure_queue_tables
 from app.web.app import create_app
+from bench.processes import child_running
 from tests.bus.conftest import (
     REDIS_URL,
     redis_prefix,  # noqa: F401  (a fixture: Redis keys of a test)
@@ -194,12 +195,7 @@ class WorkerProcess:
     def provider_calls_pid(self) -> int | None:
         """The worker's child process that makes its provider calls, if it has one."""
         assert self.process is not None
-        for task in Path(f"/proc/{self.process.pid}/task").iterdir():
-            for child in (task / "children").read_text().split():
-                command = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
-                if b"app.providers.worker" in command:
-                    return int(child)
-        return None
+        return child_running(self.process.pid, "app.providers.worker")
 
 
 @pytest.fixture
