@@ -60,7 +60,7 @@ from app.status import DebateStatus
 from app.web.deps import EngineDep, HubDep, TemplatesDep, TimelinesDep
 from app.web.event_stream import LiveEventResponse
 from app.web.offload import final_page_off_loop, off_loop
-from app.web.timelines import Timelines
+from app.web.timelines import Timelines, Watch
 from app.web.view import (
     GroupView,
     TurnView,
@@ -183,11 +183,13 @@ async def page_stream(
     last_event_id: Annotated[str | None, Query()] = None,
     last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> LiveEventResponse:
-    status = _found(await run_in_threadpool(timelines.watch, debate_id), debate_id)
+    watch = await run_in_threadpool(timelines.watch, debate_id)
+    if watch is None:
+        raise HTTPException(404, f"No debate {debate_id}.")
     fragments = Fragments(templates.env, engine, debate_id, timelines)
     after = chosen_last_id(last_event_id_header, last_event_id)
     return LiveEventResponse(
-        page_events(hub, fragments, debate_id, status=status, last_event_id=after),
+        page_events(hub, fragments, debate_id, watch=watch, last_event_id=after),
         ping=PING_SECONDS,
     )
 
@@ -197,10 +199,11 @@ async def page_events(
     fragments: Fragments,
     debate_id: str,
     *,
-    status: DebateStatus,
+    watch: Watch,
     last_event_id: str | None,
 ) -> AsyncIterator[ServerSentEvent | bytes]:
-    if await _finished_elsewhere(hub, status, debate_id):
+    """The page's stream; it holds the viewer's ``watch`` for as long as it runs."""
+    if await _finished_elsewhere(hub, watch.status, debate_id):
         # Encoded off the loop, in the final pages' thread: the whole debate, split into one
         # ``data:`` line per line.
         yield await final_page_off_loop(_encoded_end, fragments)

@@ -16,12 +16,19 @@ A viewer opening a debate's stream reads its timeline then, in the request's own
 was read in the few rendering threads, behind every other debate's events: on PostgreSQL,
 with fifty debates starting at once on every web node, their first text waited for it.
 
+Only the streams of its viewers keep a timeline current: with none in this process, nothing
+renders the turns saved meanwhile. So a viewer reads only the status when another viewer's
+stream is open here (``Watch``: it counts while its stream holds it), and the whole timeline
+again when none is: a reader who left the page and came back saw the progress of when they
+left.
+
 Events are rendered in worker threads (``app.web.offload``), so every access is under a lock.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -74,6 +81,14 @@ class Timeline:
         return progress_of(self.debate, self.groups(started))
 
 
+@dataclass(frozen=True, eq=False, slots=True, weakref_slot=True)
+class Watch:
+    """A viewer's hold on a debate's timeline: its stream keeps it while it renders the
+    debate's events, and the timeline counts as kept current until it is let go."""
+
+    status: DebateStatus
+
+
 class Timelines:
     """The timelines of the debates being watched, at most ``capacity`` of them."""
 
@@ -82,6 +97,7 @@ class Timelines:
         self._capacity = capacity
         self._lock = threading.Lock()
         self._timelines: OrderedDict[str, Timeline] = OrderedDict()
+        self._watchers: dict[str, int] = {}  # live ``Watch``es by debate
 
     def get(self, debate_id: str) -> Timeline | None:
         """The debate's timeline (read from the database the first time), or None when
@@ -109,24 +125,41 @@ class Timelines:
             ).first()
             return turn_from_row(row) if row is not None else None
 
-    def watch(self, debate_id: str) -> DebateStatus | None:
-        """The debate's status as the database has it now, for a viewer about to watch it;
-        the timeline of a debate still going, when none is kept, read in the same session.
-        None when there is no such debate."""
+    def watch(self, debate_id: str) -> Watch | None:
+        """A viewer about to stream the debate: its status as the database has it now, and
+        the timeline of a debate still going read in the same session, unless another
+        viewer's stream keeps it current. None when there is no such debate."""
         with self._lock:
-            kept = debate_id in self._timelines
+            current = self._watchers.get(debate_id, 0) > 0 and debate_id in self._timelines
+        timeline = None
         with session_scope(self._engine) as session:
-            if kept:
-                return store.debate_status(session, debate_id=debate_id)
-            debate = store.get_debate(session, debate_id=debate_id)
-            if debate is None:
-                return None
-            status = DebateStatus(debate.status)
-            if status.is_ended:  # its viewer gets the final page, read whole
-                return status
-            timeline = _timeline_of(session, debate)
-        self._keep(debate_id, timeline)
-        return status
+            if current:
+                found = store.debate_status(session, debate_id=debate_id)
+                if found is None:
+                    return None
+                status = found
+            else:
+                debate = store.get_debate(session, debate_id=debate_id)
+                if debate is None:
+                    return None
+                status = DebateStatus(debate.status)
+                if not status.is_ended:  # its viewer gets the final page, read whole
+                    timeline = _timeline_of(session, debate)
+        with self._lock:
+            if timeline is not None:
+                self._timelines[debate_id] = timeline
+                self._timelines.move_to_end(debate_id)
+                self._drop_past_capacity()
+            self._watchers[debate_id] = self._watchers.get(debate_id, 0) + 1
+        watch = Watch(status)
+        weakref.finalize(watch, self._unwatch, debate_id)
+        return watch
+
+    def _unwatch(self, debate_id: str) -> None:
+        with self._lock:
+            left = self._watchers.pop(debate_id, 1) - 1
+            if left > 0:
+                self._watchers[debate_id] = left
 
     def note_status(
         self, debate_id: str, status: DebateStatus, *, started_at: str | None = None
@@ -169,9 +202,12 @@ class Timelines:
             if kept is not None:  # another thread read it meanwhile: keep the one in use
                 return kept, False
             self._timelines[debate_id] = timeline
-            while len(self._timelines) > self._capacity:
-                self._timelines.popitem(last=False)
+            self._drop_past_capacity()
             return timeline, True
+
+    def _drop_past_capacity(self) -> None:
+        while len(self._timelines) > self._capacity:
+            self._timelines.popitem(last=False)
 
     def _read(self, debate_id: str) -> Timeline | None:
         with session_scope(self._engine) as session:

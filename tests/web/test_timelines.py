@@ -14,13 +14,13 @@ from sqlalchemy.engine import Engine
 
 from app import store
 from app.db import session_scope
-from app.events import Event
+from app.events import Event, EventHub
 from app.models import utcnow
 from app.spec import DebateSpec, Seat
 from app.status import DebateStatus
 from app.web.deps import make_templates
-from app.web.stream import Fragments
-from app.web.timelines import Timeline, Timelines
+from app.web.stream import Fragments, page_events
+from app.web.timelines import Timeline, Timelines, Watch
 from app.web.view import group_turns, merge_turns, progress_of
 from tests.databases import statements_sent
 
@@ -97,6 +97,12 @@ def watched_running_debate(engine: Engine) -> tuple[str, Timelines, Fragments]:
     return watched_debate(engine, debate_id)
 
 
+def viewer(timelines: Timelines, debate_id: str) -> Watch:
+    watch = timelines.watch(debate_id)
+    assert watch is not None
+    return watch
+
+
 def test_turn_events_render_from_the_timeline_not_the_database(engine: Engine) -> None:
     debate_id, timelines, fragments = watched_running_debate(engine)
     seq = iter(range(1, 100))
@@ -163,15 +169,23 @@ def test_a_viewer_opening_a_stream_reads_the_timeline_with_the_status_once(
 ) -> None:
     debate_id = queued_debate(engine)
     timelines = Timelines(engine)
-    assert timelines.watch(debate_id) == "queued"
+    first = timelines.watch(debate_id)
+    assert first is not None and first.status == "queued"
     with statements_sent(engine, "SELECT") as selects:
         assert timelines.get(debate_id) is not None  # kept: its first event reads nothing
     assert selects == []
     with session_scope(engine) as session:
         store.set_status(session, debate_id=debate_id, status=DebateStatus.RUNNING)
     with statements_sent(engine, "SELECT") as selects:
-        assert timelines.watch(debate_id) == "running"  # the next viewer: the status only
+        # The next viewer, while the first one's stream keeps the timeline: the status only.
+        second = timelines.watch(debate_id)
+    assert second is not None and second.status == "running"
     assert len(selects) == 1
+    del first, second  # both streams end
+    with statements_sent(engine, "SELECT") as selects:
+        third = timelines.watch(debate_id)  # nothing kept it current: read it whole
+    assert third is not None and third.status == "running"
+    assert len(selects) == 2
     assert timelines.watch("no-such-debate") is None
 
 
@@ -183,7 +197,8 @@ def test_a_viewer_of_an_ended_debate_reads_no_timeline(engine: Engine) -> None:
         store.set_status(session, debate_id=debate_id, status=DebateStatus.COMPLETED)
     timelines = Timelines(engine)
     with statements_sent(engine, "SELECT") as selects:
-        assert timelines.watch(debate_id) == "completed"
+        watch = timelines.watch(debate_id)
+    assert watch is not None and watch.status == "completed"
     assert len(selects) == 1
     with statements_sent(engine, "SELECT") as selects:
         assert timelines.get(debate_id) is not None
@@ -270,3 +285,39 @@ def test_a_debate_read_for_the_first_time_holds_up_no_other_debates_timeline(
         timeline = first_read.result(10)
     assert timeline is not None and timeline.debate.id == new
     assert timelines.get(new) is timeline
+
+
+async def test_a_viewer_coming_back_sees_the_progress_of_turns_saved_while_none_watched(
+    engine: Engine, hub: EventHub
+) -> None:
+    # The timeline is brought up to date by the events its viewers' streams render: with no
+    # viewer in this process, nothing renders the turns saved meanwhile.
+    debate_id, timelines, fragments = watched_running_debate(engine)
+    hub.publish(debate_id, "turn_started", started("r1.opening.claude", "claude", 1, "opening"))
+    stream = page_events(
+        hub, fragments, debate_id, watch=viewer(timelines, debate_id), last_event_id=None
+    )
+    assert "Round 1 of up to 4" in str(await anext(stream))
+    await stream.aclose()  # the viewer leaves the page
+
+    for key, role, round, phase in (
+        ("r1.opening.claude", "claude", 1, "opening"),
+        ("r1.opening.gemini", "gemini", 1, "opening"),
+        ("r2.rebuttal.claude", "claude", 2, "rebuttal"),
+        ("r2.rebuttal.gemini", "gemini", 2, "rebuttal"),
+    ):
+        save_turn(engine, debate_id, key, role, round, phase)
+    third = started("r3.rebuttal.claude", "claude", 3, "rebuttal")
+    hub.publish(debate_id, "turn_started", third)
+
+    back = viewer(timelines, debate_id)  # the viewer comes back
+    comeback = page_events(hub, fragments, debate_id, watch=back, last_event_id=None)
+    try:
+        while "r3-rebuttal-claude" not in (chunk := str(await anext(comeback))):
+            pass
+    finally:
+        await comeback.aclose()
+    fresh = Timelines(engine).get(debate_id)
+    assert fresh is not None and fresh.progress(third).remaining_seconds is not None
+    shown = fresh.progress(third)
+    assert f'data-remaining="{shown.remaining_seconds}"' in chunk
