@@ -146,11 +146,13 @@ class Timelines:
                 if not status.is_ended:  # its viewer gets the final page, read whole
                     timeline = _timeline_of(session, debate)
         with self._lock:
-            if timeline is not None:
+            watched = self._watchers.get(debate_id, 0)
+            # A viewer who came meanwhile has a current timeline kept, perhaps in use: keep it.
+            if timeline is not None and (not watched or debate_id not in self._timelines):
                 self._timelines[debate_id] = timeline
                 self._timelines.move_to_end(debate_id)
                 self._drop_past_capacity()
-            self._watchers[debate_id] = self._watchers.get(debate_id, 0) + 1
+            self._watchers[debate_id] = watched + 1
         watch = Watch(status)
         weakref.finalize(watch, self._unwatch, debate_id)
         return watch

@@ -18,6 +18,7 @@ from app.events import Event, EventHub
 from app.models import utcnow
 from app.spec import DebateSpec, Seat
 from app.status import DebateStatus
+from app.web import timelines as timelines_module
 from app.web.deps import make_templates
 from app.web.stream import Fragments, page_events
 from app.web.timelines import Timeline, Timelines, Watch
@@ -321,3 +322,33 @@ async def test_a_viewer_coming_back_sees_the_progress_of_turns_saved_while_none_
     assert fresh is not None and fresh.progress(third).remaining_seconds is not None
     shown = fresh.progress(third)
     assert f'data-remaining="{shown.remaining_seconds}"' in chunk
+
+
+def test_a_slow_first_read_does_not_replace_the_timeline_a_later_viewer_already_uses(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    debate_id, timelines, _ = watched_running_debate(engine)
+    reading = threading.Event()
+    release = threading.Event()
+    read = timelines_module._timeline_of
+
+    def first_read_slow(session: Any, debate: Any) -> Timeline:
+        if not reading.is_set():
+            reading.set()
+            assert release.wait(10)
+        return read(session, debate)
+
+    monkeypatch.setattr(timelines_module, "_timeline_of", first_read_slow)
+    with ThreadPoolExecutor(1) as other:
+        slow = other.submit(timelines.watch, debate_id)
+        assert reading.wait(10)
+        quick = viewer(timelines, debate_id)  # reads and keeps its own, then streams
+        in_use = timelines.get(debate_id)
+        assert in_use is not None
+        save_turn(engine, debate_id, "r1.opening.claude", "claude", 1, "opening")
+        timelines.saved_turn(debate_id, "r1.opening.claude")  # its stream renders a turn
+        release.set()
+        assert slow.result(10) is not None
+    assert timelines.get(debate_id) is in_use
+    assert "r1.opening.claude" in in_use.turns
+    del quick
