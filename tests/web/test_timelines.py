@@ -5,6 +5,7 @@ progress is the same as one computed from the database."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
@@ -21,7 +22,7 @@ from app.status import DebateStatus
 from app.web import timelines as timelines_module
 from app.web.deps import make_templates
 from app.web.stream import Fragments, page_events
-from app.web.timelines import Timeline, Timelines, Watch
+from app.web.timelines import Timelines, Watch
 from app.web.view import group_turns, merge_turns, progress_of
 from tests.databases import statements_sent
 
@@ -96,6 +97,21 @@ def watched_running_debate(engine: Engine) -> tuple[str, Timelines, Fragments]:
         debate.status = "running"
         debate.started_at = utcnow() - timedelta(seconds=10)
     return watched_debate(engine, debate_id)
+
+
+class FirstCallHeld:
+    """``call``, whose first call waits for ``release`` once it has said it is ``reading``."""
+
+    def __init__(self, call: Callable[..., Any]) -> None:
+        self._call = call
+        self.reading = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, *args: Any) -> Any:
+        if not self.reading.is_set():
+            self.reading.set()
+            assert self.release.wait(10)
+        return self._call(*args)
 
 
 def viewer(timelines: Timelines, debate_id: str) -> Watch:
@@ -267,22 +283,14 @@ def test_a_debate_read_for_the_first_time_holds_up_no_other_debates_timeline(
     watched, timelines, _ = watched_running_debate(engine)
     assert timelines.get(watched) is not None
     new, _, _ = watched_running_debate(engine)
-    reading = threading.Event()
-    release = threading.Event()
-    read = Timelines._read
-
-    def slow_read(self: Timelines, debate_id: str) -> Timeline | None:
-        reading.set()
-        assert release.wait(10)
-        return read(self, debate_id)
-
-    monkeypatch.setattr(Timelines, "_read", slow_read)
+    read = FirstCallHeld(timelines._read)
+    monkeypatch.setattr(timelines, "_read", read)
     with ThreadPoolExecutor(1) as other:
         first_read = other.submit(timelines.get, new)
-        assert reading.wait(10)
+        assert read.reading.wait(10)
         # The watched debate's timeline answers while the new one is still being read.
         assert timelines.get(watched) is not None
-        release.set()
+        read.release.set()
         timeline = first_read.result(10)
     assert timeline is not None and timeline.debate.id == new
     assert timelines.get(new) is timeline
@@ -328,26 +336,17 @@ def test_a_slow_first_read_does_not_replace_the_timeline_a_later_viewer_already_
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     debate_id, timelines, _ = watched_running_debate(engine)
-    reading = threading.Event()
-    release = threading.Event()
-    read = timelines_module._timeline_of
-
-    def first_read_slow(session: Any, debate: Any) -> Timeline:
-        if not reading.is_set():
-            reading.set()
-            assert release.wait(10)
-        return read(session, debate)
-
-    monkeypatch.setattr(timelines_module, "_timeline_of", first_read_slow)
+    read = FirstCallHeld(timelines_module._timeline_of)
+    monkeypatch.setattr(timelines_module, "_timeline_of", read)
     with ThreadPoolExecutor(1) as other:
         slow = other.submit(timelines.watch, debate_id)
-        assert reading.wait(10)
+        assert read.reading.wait(10)
         quick = viewer(timelines, debate_id)  # reads and keeps its own, then streams
         in_use = timelines.get(debate_id)
         assert in_use is not None
         save_turn(engine, debate_id, "r1.opening.claude", "claude", 1, "opening")
         timelines.saved_turn(debate_id, "r1.opening.claude")  # its stream renders a turn
-        release.set()
+        read.release.set()
         assert slow.result(10) is not None
     assert timelines.get(debate_id) is in_use
     assert "r1.opening.claude" in in_use.turns
