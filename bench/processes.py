@@ -180,6 +180,15 @@ def _child_pids(pid: int) -> list[int]:
     ]
 
 
+def is_alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie (exited, waiting to be reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat[stat.rindex(")") + 2 :].split()[0] != "Z"
+
+
 def child_running(pid: int, module: str) -> int | None:
     """The child of ``pid`` whose command line runs ``module``, if there is one."""
     for child in _child_pids(pid):

@@ -32,7 +32,7 @@ import asyncio
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Header, HTTPException, Query
 from jinja2 import Environment
@@ -76,6 +76,8 @@ from app.web.view import (
 
 router = APIRouter()
 
+T = TypeVar("T")
+
 PING_SECONDS = 15.0
 # One write of a long replay holds this many events: between two, other tasks run.
 REPLAY_CHUNK_EVENTS = 200
@@ -97,10 +99,10 @@ def _debate_status(engine: Engine, debate_id: str) -> DebateStatus:
         return _found(store.debate_status(session, debate_id=debate_id), debate_id)
 
 
-def _found(status: DebateStatus | None, debate_id: str) -> DebateStatus:
-    if status is None:
+def _found(found: T | None, debate_id: str) -> T:
+    if found is None:
         raise HTTPException(404, f"No debate {debate_id}.")
-    return status
+    return found
 
 
 def _subscribe(
@@ -183,9 +185,7 @@ async def page_stream(
     last_event_id: Annotated[str | None, Query()] = None,
     last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> LiveEventResponse:
-    watch = await run_in_threadpool(timelines.watch, debate_id)
-    if watch is None:
-        raise HTTPException(404, f"No debate {debate_id}.")
+    watch = _found(await run_in_threadpool(timelines.watch, debate_id), debate_id)
     fragments = Fragments(templates.env, engine, debate_id, timelines)
     after = chosen_last_id(last_event_id_header, last_event_id)
     return LiveEventResponse(

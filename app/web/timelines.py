@@ -131,28 +131,20 @@ class Timelines:
         viewer's stream keeps it current. None when there is no such debate."""
         with self._lock:
             current = self._watchers.get(debate_id, 0) > 0 and debate_id in self._timelines
-        timeline = None
         with session_scope(self._engine) as session:
             if current:
-                found = store.debate_status(session, debate_id=debate_id)
-                if found is None:
-                    return None
-                status = found
+                status, timeline = store.debate_status(session, debate_id=debate_id), None
             else:
-                debate = store.get_debate(session, debate_id=debate_id)
-                if debate is None:
-                    return None
-                status = DebateStatus(debate.status)
-                if not status.is_ended:  # its viewer gets the final page, read whole
-                    timeline = _timeline_of(session, debate)
+                status, timeline = _status_and_timeline(session, debate_id)
+        if status is None:
+            return None
         with self._lock:
-            watched = self._watchers.get(debate_id, 0)
-            # A viewer who came meanwhile has a current timeline kept, perhaps in use: keep it.
-            if timeline is not None and (not watched or debate_id not in self._timelines):
-                self._timelines[debate_id] = timeline
-                self._timelines.move_to_end(debate_id)
-                self._drop_past_capacity()
-            self._watchers[debate_id] = watched + 1
+            others = self._watchers.get(debate_id, 0)
+            self._watchers[debate_id] = others + 1
+        if timeline is not None:
+            # With another viewer come meanwhile, the timeline kept is current, perhaps in
+            # use: keep it. With none, what is kept may be stale: this one replaces it.
+            self._keep(debate_id, timeline, replace=not others)
         watch = Watch(status)
         weakref.finalize(watch, self._unwatch, debate_id)
         return watch
@@ -197,13 +189,16 @@ class Timelines:
             return None, True
         return self._keep(debate_id, timeline)
 
-    def _keep(self, debate_id: str, timeline: Timeline) -> tuple[Timeline, bool]:
+    def _keep(
+        self, debate_id: str, timeline: Timeline, *, replace: bool = False
+    ) -> tuple[Timeline, bool]:
         """The timeline kept for the debate, and whether it is ``timeline`` (just read)."""
         with self._lock:
             kept = self._timelines.get(debate_id)
-            if kept is not None:  # another thread read it meanwhile: keep the one in use
+            if kept is not None and not replace:  # another thread read it meanwhile: keep it
                 return kept, False
             self._timelines[debate_id] = timeline
+            self._timelines.move_to_end(debate_id)
             self._drop_past_capacity()
             return timeline, True
 
@@ -215,6 +210,18 @@ class Timelines:
         with session_scope(self._engine) as session:
             debate = store.get_debate(session, debate_id=debate_id)
             return _timeline_of(session, debate) if debate is not None else None
+
+
+def _status_and_timeline(
+    session: Session, debate_id: str
+) -> tuple[DebateStatus | None, Timeline | None]:
+    """The debate's status and, while it is still going, its timeline; (None, None) when
+    there is no such debate. An ended debate's viewer gets the final page, read whole."""
+    debate = store.get_debate(session, debate_id=debate_id)
+    if debate is None:
+        return None, None
+    status = DebateStatus(debate.status)
+    return status, None if status.is_ended else _timeline_of(session, debate)
 
 
 def _timeline_of(session: Session, debate: Debate) -> Timeline:

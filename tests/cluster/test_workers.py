@@ -14,7 +14,6 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +23,7 @@ from sqlalchemy.engine import Engine
 from app import store
 from app.db import session_scope
 from app.spec import DebateSpec, Seat
+from bench.processes import is_alive
 from tests.cluster.conftest import (
     TAKEOVER_SECONDS,
     WorkerProcess,
@@ -171,15 +171,7 @@ def test_a_killed_worker_leaves_no_provider_process_behind(
 
     # Its stdin closed with the worker: it exits on its own (reaped by init, here or in a
     # container).
-    wait_until(lambda: not _running(calls), timeout=10, what="the provider process to exit")
-
-
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"  # a zombie has exited, and waits only for its parent to reap it
+    wait_until(lambda: not is_alive(calls), timeout=10, what="the provider process to exit")
 
 
 def test_cancel_on_a_web_node_stops_the_debate_on_its_worker_and_another_node_resumes_it(

@@ -11,6 +11,7 @@ import pytest
 from app.config import Settings
 from app.providers.base import ErrorKind, Finished, Message, ProviderError, TextDelta
 from app.providers.cli import GEMINI_INSTRUCTION, build_cli_provider, render_prompt
+from bench.processes import is_alive
 
 NASTY = 'He said "don\'t" `uname` $(rm -rf /) $HOME; \\n\n\tnext line\n日本語のテキスト — ok'
 SYSTEM = "You are 'terse' & \"exact\"."
@@ -30,15 +31,6 @@ async def collect(provider_name: str, settings: Settings, **kwargs: object) -> l
 
 def text_of(events: list[object]) -> str:
     return "".join(e.text for e in events if isinstance(e, TextDelta))
-
-
-def is_alive(pid: int) -> bool:
-    """True while the process exists and is not a zombie waiting to be reaped."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"
 
 
 async def test_prompt_reaches_claude_stdin_byte_for_byte_and_never_argv(
