@@ -66,6 +66,20 @@ class RunResult:
     reason: str | None = None
 
 
+@dataclass(frozen=True)
+class _SavedTurn:
+    """A turn of the batch just run, and the debate's status its save found."""
+
+    completed: CompletedTurn
+    status: DebateStatus
+
+
+def _status_after(batch: list[_SavedTurn]) -> DebateStatus:
+    """Running only if every save of the batch found it running."""
+    stopped = [turn.status for turn in batch if turn.status != DebateStatus.RUNNING]
+    return stopped[0] if stopped else DebateStatus.RUNNING
+
+
 class DebateStopped(Exception):
     """The debate's status changed under the runner (cancelled): stop between steps."""
 
@@ -104,14 +118,20 @@ class Runner:
         self.hub.publish(debate_id, "status", running)
         spec, done, budget = begun.spec, begun.done, begun.token_budget
         fmt = get_format(spec.format)
+        # What the last save found (``SavedTurn.status``): a cancel made on another process
+        # while a batch ran stops the run before the next, without reading it again.
+        status = DebateStatus.RUNNING
         try:
             while plans := fmt.plan(spec, done):
-                await self._check_still_running(debate_id)
+                if status != DebateStatus.RUNNING:
+                    raise DebateStopped(status)
                 if (reason := await self._budget_exceeded(debate_id, budget)) is not None:
                     return await self._finish(debate_id, DebateStatus.FAILED, None, reason)
                 if (reason := await self._money_spent(debate_id, spec.budget_usd)) is not None:
                     return await self._finish(debate_id, DebateStatus.FAILED, None, reason)
-                done += await self._run_batch(debate_id, spec, fmt, plans)
+                batch = await self._run_batch(debate_id, spec, fmt, plans)
+                done += tuple(turn.completed for turn in batch)
+                status = _status_after(batch)
         except DebateStopped:
             self.hub.publish(debate_id, "end", {"status": DebateStatus.CANCELLED})
             return RunResult(DebateStatus.CANCELLED)
@@ -124,11 +144,6 @@ class Runner:
         return await self._complete(debate_id, fmt.outcome(spec, done))
 
     # -- steps --------------------------------------------------------------------------
-
-    async def _check_still_running(self, debate_id: str) -> None:
-        status = await ledger_lane.run(self._ledger.status, debate_id)
-        if status != DebateStatus.RUNNING:
-            raise DebateStopped(status)
 
     async def _budget_exceeded(self, debate_id: str, budget: int | None) -> str | None:
         if budget is None:
@@ -163,7 +178,7 @@ class Runner:
 
     async def _run_batch(
         self, debate_id: str, spec: DebateSpec, fmt: Format, plans: list[TurnPlan]
-    ) -> tuple[CompletedTurn, ...]:
+    ) -> list[_SavedTurn]:
         if len(plans) > 1:
             self.hub.publish(
                 debate_id, "batch", {"keys": [plan.key for plan in plans], "size": len(plans)}
@@ -180,7 +195,7 @@ class Runner:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
-        completed: list[CompletedTurn] = []
+        completed: list[_SavedTurn] = []
         failures: list[TurnFailed] = []
         for result in results:
             if isinstance(result, TurnFailed):
@@ -191,7 +206,7 @@ class Runner:
                 completed.append(result)
         if failures:
             raise failures[0]
-        return tuple(completed)
+        return completed
 
     async def _run_turn(
         self,
@@ -200,7 +215,7 @@ class Runner:
         fmt: Format,
         plan: TurnPlan,
         window: _DeltaWindow,
-    ) -> CompletedTurn:
+    ) -> _SavedTurn:
         seat = spec.seat(plan.role)
         model = seat.model or default_model(seat.provider, self.settings)
         info: TurnStartedData = {
@@ -304,7 +319,7 @@ class Runner:
             "usage",
             {"input_tokens": saved.input_tokens, "output_tokens": saved.output_tokens},
         )
-        return CompletedTurn(
+        completed = CompletedTurn(
             key=plan.key,
             role=plan.role,
             phase=plan.phase,
@@ -312,6 +327,7 @@ class Runner:
             text=text,
             verdict=verdict,
         )
+        return _SavedTurn(completed, saved.status)
 
     def _provider(self, name: str) -> Provider:
         provider = self.providers.get(name)

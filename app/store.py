@@ -101,11 +101,13 @@ def seats_summary(spec: DebateSpec) -> str:
 
 @dataclass(frozen=True)
 class SavedTurn:
-    """A saved turn's id and its debate's token totals after it."""
+    """A saved turn's id, and its debate's token totals and status after it (a cancel made
+    while the turn ran shows here)."""
 
     turn_id: int
     input_tokens: int
     output_tokens: int
+    status: DebateStatus
 
 
 def create_debate(
@@ -398,7 +400,12 @@ def record_turn(
     ).one_or_none()
     if totals is None:
         raise LookupError(f"no debate {debate_id}")
-    return SavedTurn(turn_id=turn_id, input_tokens=totals[0], output_tokens=totals[1])
+    return SavedTurn(
+        turn_id=turn_id,
+        input_tokens=totals[0],
+        output_tokens=totals[1],
+        status=DebateStatus(totals[2]),
+    )
 
 
 class _TurnStatements:
@@ -425,7 +432,7 @@ class _TurnStatements:
                 input_tokens=debates.c.input_tokens + bindparam("more_input"),
                 output_tokens=debates.c.output_tokens + bindparam("more_output"),
             )
-            .returning(debates.c.input_tokens, debates.c.output_tokens)
+            .returning(debates.c.input_tokens, debates.c.output_tokens, debates.c.status)
         )
 
 

@@ -211,6 +211,36 @@ async def test_cancel_stops_the_debate_and_keeps_completed_turns(
 
 
 @pytest.mark.both_databases
+async def test_a_cancel_written_by_another_process_mid_turn_stops_the_run_before_the_next(
+    engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer
+) -> None:
+    """No task is cancelled here: the status changes only in the database, as a cancel made
+    on another process leaves it, and the save of the turn under way is what finds it."""
+    debate_id = start(
+        engine, settings, topic="Tabs or spaces?", rounds=3, seats=all_on("openai", ("claude", "gemini"))
+    )
+    fake_llm.set_default_token_delay(0.05)
+    fake_llm.script(provider="openai", reply="A slow opening, word by word, for a while.")
+    run = asyncio.create_task(runner(engine, hub, settings).run(debate_id))
+    async with asyncio.timeout(10):
+        async for event in hub.subscribe(debate_id):
+            if event.type == "turn_started":
+                break
+    with session_scope(engine) as session:
+        store.set_status(session, debate_id=debate_id, status="cancelled")
+
+    async with asyncio.timeout(10):
+        result = await run
+
+    assert result.status == "cancelled"
+    assert status(engine, debate_id) == "cancelled"
+    saved = turns(engine, debate_id)
+    assert saved and {t.phase for t in saved} == {"opening"}  # the batch under way is kept
+    assert len(fake_llm.requests) == len(saved)  # and no turn after it was asked for
+    assert hub.has_ended(debate_id)
+
+
+@pytest.mark.both_databases
 async def test_token_budget_stops_the_debate_with_a_clear_reason(
     engine: Engine, hub: EventHub, fake_llm: FakeLLMServer, tmp_path: Any
 ) -> None:
