@@ -217,7 +217,11 @@ async def test_a_cancel_written_by_another_process_mid_turn_stops_the_run_before
     """No task is cancelled here: the status changes only in the database, as a cancel made
     on another process leaves it, and the save of the turn under way is what finds it."""
     debate_id = start(
-        engine, settings, topic="Tabs or spaces?", rounds=3, seats=all_on("openai", ("claude", "gemini"))
+        engine,
+        settings,
+        topic="Tabs or spaces?",
+        rounds=3,
+        seats=all_on("openai", ("claude", "gemini")),
     )
     fake_llm.set_default_token_delay(0.05)
     fake_llm.script(provider="openai", reply="A slow opening, word by word, for a while.")
