@@ -35,8 +35,14 @@ from sqlmodel import Session
 from app.db import session_scope
 from app.models import ACTIVE_STATUSES, Debate
 from app.status import DebateStatus
+from app.threads import Lane
 
 log = logging.getLogger(__name__)
+
+# A worker's lease transactions (taking, renewing, releasing), in threads started with the
+# worker (``Lane.start``): a turnover takes and releases a lease for every debate at once.
+LEASE_THREADS = 4
+lease_lane = Lane("leases", threads=LEASE_THREADS)
 
 _debates: Any = Debate.__table__  # type: ignore[attr-defined]
 
@@ -278,7 +284,7 @@ class Renewals:
             asking = {fence: answer for fence, answer in asking.items() if not answer.done()}
             sent_at = time.monotonic()
             try:
-                statuses = await asyncio.to_thread(self._renew, list(asking))
+                statuses = await lease_lane.run(self._renew, list(asking))
             except Exception as error:  # the leases last a while yet: the next round
                 if isinstance(error, SQLAlchemyError):
                     log.warning("%d lease(s) not renewed: %s", len(asking), error)

@@ -14,12 +14,17 @@ which would not finish the work sooner on one interpreter lock, only take the lo
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import ParamSpec, TypeVar
 
 import anyio.to_thread
+
+# Starting a lane's threads waits at most this long for them to run.
+START_SECONDS = 10.0
 
 # The framework's threads (FastAPI's plain ``def`` handlers and dependencies, and
 # ``run_in_threadpool``): enough for a few page loads and stream openings at once while one
@@ -35,11 +40,32 @@ class Lane:
     starts drops it."""
 
     def __init__(self, name: str, *, threads: int) -> None:
+        self._threads = threads
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"argue-{name}")
+
+    def start(self) -> None:
+        """Start every thread of the lane now, at start-up, and wait until they all run.
+
+        A pool starts a thread when work finds none idle, and the caller, the event loop,
+        waits until the new thread runs: a burst of work on a busy machine (twenty-five
+        debates ending and as many starting) held a worker's loop, and every debate's live
+        text with it, for 85 ms while its threads were started (``py-spy`` of ``argue worker``
+        in ``python -m bench --cluster 1 --only latency --latency-debates 25``)."""
+        every_thread_runs = threading.Barrier(self._threads + 1, timeout=START_SECONDS)
+        for _ in range(self._threads):
+            self._pool.submit(_meet, every_thread_runs)
+        _meet(every_thread_runs)
 
     async def run(self, work: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, partial(work, *args, **kwargs))
+
+
+def _meet(barrier: threading.Barrier) -> None:
+    # Each of the lane's threads holds one of these until all of them (and the caller) do;
+    # a lane busy past the timeout starts the rest of its threads later, as it would have.
+    with contextlib.suppress(threading.BrokenBarrierError):
+        barrier.wait()
 
 
 def limit_request_threads(threads: int = REQUEST_THREADS) -> None:

@@ -54,7 +54,8 @@ from app.debate_queue import (
 )
 from app.event_types import relay
 from app.events import Event, Snapshot
-from app.leases import Fence, Lease, LeaseLost, Renewals
+from app.leases import Fence, Lease, LeaseLost, Renewals, lease_lane
+from app.ledger import ledger_lane
 from app.migrate import migrate
 from app.providers.base import Provider
 from app.providers.registry import PROVIDER_NAMES, build_provider, close_providers
@@ -200,7 +201,7 @@ class DebateWorker:
         waiting = False
         while True:
             taken_at = time.monotonic()
-            result = await asyncio.to_thread(self._take_once, debate_id, holder)
+            result = await lease_lane.run(self._take_once, debate_id, holder)
             if isinstance(result, Lease):
                 return Fence(self.engine, result, taken_at=taken_at)
             if result.status not in ACTIVE_STATUSES:
@@ -238,7 +239,7 @@ class DebateWorker:
 
     async def _release(self, fence: Fence) -> None:
         try:
-            await asyncio.to_thread(fence.release)
+            await lease_lane.run(fence.release)
         except SQLAlchemyError as error:  # it runs out by itself
             log.warning("debate %s: lease not released: %s", fence.debate_id, error)
 
@@ -297,7 +298,7 @@ class DebateWorker:
     async def _fail(self, fence: Fence, error: Exception) -> str:
         reason = f"internal error: {type(error).__name__}: {error}"
         try:
-            await asyncio.to_thread(self._record_failure, fence, reason)
+            await lease_lane.run(self._record_failure, fence, reason)
         except LeaseLost:
             return "lost"
         bus: EventBus = FencedBus(self.bus, fence)
@@ -392,6 +393,8 @@ async def serve(settings: Settings, *, concurrency: int, name: str) -> None:
     # import would count it as the provider's silence.
     if provider_worker is not None:
         await provider_worker.wait_ready()
+    for lane in (ledger_lane, lease_lane):
+        await asyncio.to_thread(lane.start)
     log.info(
         "worker %s: up to %d debate(s) at once; take-over of a silent worker's debates "
         "within about %.0f s",

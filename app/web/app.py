@@ -22,6 +22,7 @@ from app.bus import bus_from_settings
 from app.config import Settings, get_settings
 from app.db import database_failure, get_engine
 from app.jobs import JobManager
+from app.ledger import ledger_lane
 from app.migrate import migrate
 from app.providers.base import Provider
 from app.providers.local import llama_cpp_missing
@@ -29,7 +30,7 @@ from app.providers.registry import PROVIDER_NAMES, build_provider, close_provide
 from app.providers.worker import ProviderWorker, moved_to_worker, provider_worker_wanted
 from app.resources import STATIC_DIR
 from app.threads import limit_request_threads
-from app.web import api, apidocs, assets, delete, evals, pages, report, security, stream
+from app.web import api, apidocs, assets, delete, evals, offload, pages, report, security, stream
 from app.web.bad_input import validation_error_handler
 from app.web.deps import ProviderStatuses, compile_all, make_templates
 from app.web.timelines import Timelines
@@ -60,13 +61,17 @@ def shorten_thread_switches() -> None:
     sys.setswitchinterval(0.001)
 
 
-def _warm_up(templates: Jinja2Templates, *, local: bool) -> None:
+def _warm_up(templates: Jinja2Templates, *, local: bool, runs_debates: bool) -> None:
     """What the first requests would otherwise do while debates stream: load every template,
-    and the local model's bindings (its status asks for them, on the first form or debate
-    posted: a few hundred milliseconds holding the interpreter)."""
+    the local model's bindings (its status asks for them, on the first form or debate
+    posted: a few hundred milliseconds holding the interpreter), and start the threads that
+    render and record (``Lane.start``)."""
     compile_all(templates)
     if local:
         llama_cpp_missing()
+    offload.start_threads()
+    if runs_debates:
+        ledger_lane.start()
 
 
 def create_app(
@@ -102,7 +107,12 @@ def create_app(
         app.state.hub = hub
         app.state.jobs = jobs
         app.state.statuses = ProviderStatuses(chosen, settings)
-        await asyncio.to_thread(_warm_up, app.state.templates, local="local" in chosen)
+        await asyncio.to_thread(
+            _warm_up,
+            app.state.templates,
+            local="local" in chosen,
+            runs_debates=settings.run_debates == "in-process",
+        )
         if worker is not None:
             await worker.wait_ready()
         await jobs.start()

@@ -27,3 +27,9 @@ _final_pages = Lane("final-pages", threads=FINAL_PAGE_THREADS)
 
 off_loop = _heavy.run
 final_page_off_loop = _final_pages.run
+
+
+def start_threads() -> None:
+    """Start both lanes' threads (``Lane.start``), as the app starts."""
+    _heavy.start()
+    _final_pages.start()

@@ -54,6 +54,35 @@ def test_a_lane_runs_at_most_its_threads_at_once_and_queues_the_rest() -> None:
     assert seen.threads <= {"argue-test_0", "argue-test_1"}
 
 
+def lane_threads(prefix: str) -> set[str]:
+    return {thread.name for thread in threading.enumerate() if thread.name.startswith(prefix)}
+
+
+def test_a_started_lane_has_every_thread_before_work_comes_and_starts_no_more() -> None:
+    lane = Lane("prestart", threads=3)
+    assert lane_threads("argue-prestart_") == set()
+
+    lane.start()
+    started = lane_threads("argue-prestart_")
+    seen = Concurrency()
+
+    async def burst() -> None:
+        slow = seen.wrap(lambda: None, hold=0.05)
+        await asyncio.gather(*(lane.run(slow) for _ in range(6)))
+
+    asyncio.run(burst())
+    assert started == {"argue-prestart_0", "argue-prestart_1", "argue-prestart_2"}
+    assert lane_threads("argue-prestart_") == started
+    assert seen.threads == started
+
+
+def test_the_app_starts_its_rendering_and_ledger_threads_as_it_starts(app: FastAPI) -> None:
+    with TestClient(app):
+        running = lane_threads("argue-")
+    assert {"argue-heavy_0", "argue-heavy_1", "argue-final-pages_0"} <= running
+    assert {f"argue-ledger_{n}" for n in range(LEDGER_THREADS)} <= running
+
+
 @pytest.mark.parametrize("started_from", ["api", "form"])
 def test_a_new_debate_is_written_from_a_thread_not_the_event_loop(
     client: TestClient, monkeypatch: pytest.MonkeyPatch, started_from: str
