@@ -56,18 +56,19 @@ def all_on(provider: str, roles: tuple[str, ...]) -> dict[str, SeatChoice]:
     return {role: SeatChoice(provider=provider) for role in roles}
 
 
+def openai_duel(engine: Engine, settings: Settings, *, topic: str, rounds: int) -> str:
+    """A duel whose two seats both call the fake's OpenAI API."""
+    return start(
+        engine, settings, topic=topic, rounds=rounds, seats=all_on("openai", ("claude", "gemini"))
+    )
+
+
 def duel_failing_at_its_first_rebuttal(
     engine: Engine, settings: Settings, fake_llm: FakeLLMServer
 ) -> str:
     """A two-round duel on one provider whose openings succeed and whose first rebuttal
     meets a 401."""
-    debate_id = start(
-        engine,
-        settings,
-        topic="Monorepo or polyrepo?",
-        rounds=2,
-        seats=all_on("openai", ("claude", "gemini")),
-    )
+    debate_id = openai_duel(engine, settings, topic="Monorepo or polyrepo?", rounds=2)
     fake_llm.script(provider="openai", reply="Opening A.")
     fake_llm.script(provider="openai", reply="Opening B.")
     fake_llm.script(provider="openai", fault="http_401", error_message="Incorrect API key")
@@ -182,13 +183,7 @@ async def test_resume_reruns_only_the_unfinished_turns(
 async def test_cancel_stops_the_debate_and_keeps_completed_turns(
     engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer
 ) -> None:
-    debate_id = start(
-        engine,
-        settings,
-        topic="Rust or Go?",
-        rounds=4,
-        seats=all_on("openai", ("claude", "gemini")),
-    )
+    debate_id = openai_duel(engine, settings, topic="Rust or Go?", rounds=4)
     fake_llm.script(provider="openai", reply="Quick opening.", times=2)
     fake_llm.set_default_token_delay(0.2)  # everything after the openings is slow
     jobs = JobManager(
@@ -216,13 +211,7 @@ async def test_a_cancel_written_by_another_process_mid_turn_stops_the_run_before
 ) -> None:
     """No task is cancelled here: the status changes only in the database, as a cancel made
     on another process leaves it, and the save of the turn under way is what finds it."""
-    debate_id = start(
-        engine,
-        settings,
-        topic="Tabs or spaces?",
-        rounds=3,
-        seats=all_on("openai", ("claude", "gemini")),
-    )
+    debate_id = openai_duel(engine, settings, topic="Tabs or spaces?", rounds=3)
     fake_llm.set_default_token_delay(0.05)
     fake_llm.script(provider="openai", reply="A slow opening, word by word, for a while.")
     run = asyncio.create_task(runner(engine, hub, settings).run(debate_id))
