@@ -5,10 +5,11 @@ progress is the same as one computed from the database."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from sqlalchemy.engine import Engine
@@ -99,6 +100,9 @@ def watched_running_debate(engine: Engine) -> tuple[str, Timelines, Fragments]:
     return watched_debate(engine, debate_id)
 
 
+T = TypeVar("T")
+
+
 class FirstCallHeld:
     """``call``, whose first call waits for ``release`` once it has said it is ``reading``."""
 
@@ -112,6 +116,18 @@ class FirstCallHeld:
             self.reading.set()
             assert self.release.wait(10)
         return self._call(*args)
+
+    @contextmanager
+    def first_call_in_a_thread(self, caller: Callable[..., T], *args: Any) -> Iterator[Future[T]]:
+        """``caller(*args)`` in another thread, held once it makes the first call; released
+        by the test, or on leaving."""
+        with ThreadPoolExecutor(1) as other:
+            pending = other.submit(caller, *args)
+            assert self.reading.wait(10)
+            try:
+                yield pending
+            finally:
+                self.release.set()
 
 
 def viewer(timelines: Timelines, debate_id: str) -> Watch:
@@ -285,9 +301,7 @@ def test_a_debate_read_for_the_first_time_holds_up_no_other_debates_timeline(
     new, _, _ = watched_running_debate(engine)
     read = FirstCallHeld(timelines._read)
     monkeypatch.setattr(timelines, "_read", read)
-    with ThreadPoolExecutor(1) as other:
-        first_read = other.submit(timelines.get, new)
-        assert read.reading.wait(10)
+    with read.first_call_in_a_thread(timelines.get, new) as first_read:
         # The watched debate's timeline answers while the new one is still being read.
         assert timelines.get(watched) is not None
         read.release.set()
@@ -338,9 +352,7 @@ def test_a_slow_first_read_does_not_replace_the_timeline_a_later_viewer_already_
     debate_id, timelines, _ = watched_running_debate(engine)
     read = FirstCallHeld(timelines_module._timeline_of)
     monkeypatch.setattr(timelines_module, "_timeline_of", read)
-    with ThreadPoolExecutor(1) as other:
-        slow = other.submit(timelines.watch, debate_id)
-        assert read.reading.wait(10)
+    with read.first_call_in_a_thread(timelines.watch, debate_id) as slow:
         quick = viewer(timelines, debate_id)  # reads and keeps its own, then streams
         in_use = timelines.get(debate_id)
         assert in_use is not None
