@@ -30,9 +30,12 @@ never held, past the end, trimmed away, or lost with the Redis server's data) ra
 another debate's may name an entry of this one too, as with the in-memory hub.)
 
 Publishing never waits: events go to an outbox that one writer task sends in order, all that
-is pending in one pipelined round trip. While Redis is unreachable the outbox keeps every
-event but deltas past ``buffer_limit`` (dropped, with a log line: the completed turn carries
-the text), and the writer retries until Redis is back; the debate goes on meanwhile.
+is pending in one pipelined round trip, and no sooner than ``WRITE_SPACING_SECONDS`` (5 ms)
+after the round trip before began: sent as they came, at fifty debates nearly every round
+trip carried one event, and each woke Redis and the worker's event loop again. While Redis is
+unreachable the outbox keeps every event but deltas past ``buffer_limit`` (dropped, with a
+log line: the completed turn carries the text), and the writer retries until Redis is back;
+the debate goes on meanwhile.
 
 Reading: a subscriber first pages through the stream itself (paced by its own consumer, so a
 long replay never overflows anything), then joins its debate's reader in this process: the
@@ -118,6 +121,9 @@ WAKE_MAX_LENGTH = 16
 WAKE_KEEP_SECONDS = 3600
 REPLAY_PAGE = 500
 WRITE_BATCH = 500
+# A send of the outbox follows the one before no sooner than this after it began, so that it
+# carries every debate's events of the interval (as the read spacing does for reads).
+WRITE_SPACING_SECONDS = 0.005
 RETRY_FIRST_SECONDS = 0.05
 RETRY_MAX_SECONDS = 2.0
 # A local reader waits this long for its own outbox before reading, so what this process
@@ -282,6 +288,7 @@ class RedisBus:
         queue_size: int = 2000,
         buffer_limit: int = 50_000,
         read_spacing: float = READ_SPACING_SECONDS,
+        write_spacing: float = WRITE_SPACING_SECONDS,
     ) -> None:
         # Retries are this module's own (from the last id, with backoff); the client's one
         # immediate retry only replaces a pooled connection the server has closed.
@@ -300,6 +307,8 @@ class RedisBus:
         self._queue_size = queue_size
         self._buffer_limit = buffer_limit
         self._read_spacing = read_spacing
+        self._write_spacing = write_spacing
+        self._last_send = float("-inf")  # when the last send began (the loop's clock)
         self._writer_id = secrets.token_hex(8)
         self._counter = 0
         self._outbox: deque[_Outgoing] = deque()
@@ -371,7 +380,12 @@ class RedisBus:
 
     async def _write(self) -> None:
         outage = _Outage("publishing")
+        loop = asyncio.get_running_loop()
         while self._outbox:
+            wait = self._last_send + self._write_spacing - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            self._last_send = loop.time()
             batch = [self._outbox[i] for i in range(min(WRITE_BATCH, len(self._outbox)))]
             try:
                 await self._send(batch)

@@ -1,9 +1,12 @@
 """How the Redis bus writes: one round trip per batch of events (``EVALSHA`` of its script,
-no ``SCRIPT EXISTS`` before each batch), and a server that has forgotten the script
+no ``SCRIPT EXISTS`` before each batch), the batches spaced so that each carries what was
+published meanwhile, and a server that has forgotten the script
 (restarted, or ``SCRIPT FLUSH``) is given it again, with no event lost or written twice."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -73,3 +76,34 @@ async def test_a_server_that_forgot_the_script_is_given_it_again_and_nothing_is_
     await bus.flush()
     assert stream_types(client, bus) == ["turn_started"] + ["delta"] * 10 + ["turn_completed"]
     assert command_calls(client).get("script|load") == 2
+
+
+def written_ms(client: redis.Redis, bus: RedisBus) -> list[int]:
+    """When Redis wrote each entry of the stream, in its milliseconds (the entry ids')."""
+    return [int(entry_id.split(b"-")[0]) for entry_id, _ in client.xrange(bus.stream_key(DEBATE))]
+
+
+async def test_events_published_within_the_spacing_go_out_together_after_it(
+    throwaway_redis: ThrowawayRedis,
+) -> None:
+    bus = RedisBus(throwaway_redis.url, key_prefix="t:", write_spacing=0.3)
+    client = redis.Redis.from_url(throwaway_redis.url)
+    try:
+        bus.publish(DEBATE, "delta", {"key": "k", "text": "first"})
+        await bus.flush()
+        bus.publish(DEBATE, "delta", {"key": "k", "text": "second"})
+        await asyncio.sleep(0.02)
+        bus.publish(DEBATE, "delta", {"key": "k", "text": "third"})
+        await bus.flush()
+        await asyncio.sleep(0.5)  # quiet for longer than the spacing
+        published_ms = time.time() * 1000
+        bus.publish(DEBATE, "delta", {"key": "k", "text": "after a quiet spell"})
+        await bus.flush()
+        first, second, third, fourth = written_ms(client, bus)
+    finally:
+        await bus.aclose()
+        client.close()
+
+    assert second - first >= 250, "the second send waited for the spacing"
+    assert third - second < 100, "what came meanwhile went in the same send"
+    assert fourth - published_ms < 200, "after a quiet spell an event goes at once"

@@ -16,7 +16,13 @@ import pytest
 from app.config import Settings
 from app.providers.base import ErrorKind, Finished, Message, ProviderError, TextDelta
 from app.providers.registry import build_provider
-from app.providers.worker import ProviderWorker, RemoteProvider, in_worker_process
+from app.providers.worker import (
+    ProviderWorker,
+    RemoteProvider,
+    _Outbox,
+    _read_frame,
+    in_worker_process,
+)
 from tests.conftest import fake_settings
 from tests.fakes.llm_server import FakeLLMServer
 
@@ -146,3 +152,39 @@ async def test_only_the_http_adapters_move_to_the_worker(
     moved = {name for name, p in providers.items() if isinstance(p, RemoteProvider)}
     assert moved == {"anthropic", "gemini", "openai"}
     assert providers["anthropic"].status() == build_provider("anthropic", settings).status()
+
+
+async def test_text_arriving_within_the_spacing_reaches_the_parent_in_one_later_write() -> None:
+    """The child's writes to the parent are spaced: the first goes at once, what comes
+    within the spacing after it waits and goes together, each call's text joined."""
+    loop = asyncio.get_running_loop()
+    read_end, write_end = os.pipe()
+    transport, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(write_end, "wb"))
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_end, "rb")
+    )
+    outbox = _Outbox(transport, spacing=0.3)
+    try:
+        outbox.delta(1, "a")
+        first = await _read_frame(reader)
+        first_at = time.monotonic()
+        outbox.delta(1, "b")
+        await asyncio.sleep(0.02)
+        outbox.delta(2, "c")
+        outbox.delta(1, "d")
+        second = await _read_frame(reader)
+        second_at = time.monotonic()
+        await asyncio.sleep(0.4)  # quiet for longer than the spacing
+        outbox.delta(3, "e")
+        quiet_at = time.monotonic()
+        third = await _read_frame(reader)
+        third_at = time.monotonic()
+    finally:
+        transport.close()
+
+    assert first == [("delta", 1, "a")]
+    assert second == [("delta", 1, "bd"), ("delta", 2, "c")]
+    assert second_at - first_at >= 0.2, "the second write waited for the spacing"
+    assert third == [("delta", 3, "e")]
+    assert third_at - quiet_at < 0.2, "after a quiet spell the text goes at once"
