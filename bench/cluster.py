@@ -18,6 +18,7 @@ import math
 import secrets
 import shutil
 import time
+import zlib
 from dataclasses import dataclass, field
 
 import redis
@@ -173,9 +174,12 @@ class ClusterStack(Stack):
         )
         return env
 
-    def viewer_url(self, viewer: int) -> str:
-        """Viewers alternate between the nodes: node A (where debates start) and node B."""
-        return self.node_urls[viewer % len(self.node_urls)]
+    def viewer_url(self, debate_id: str) -> str:
+        """The node the cluster's reverse proxy sends the viewers of ``debate_id`` to: it
+        routes by debate (``deploy/nginx.conf`` hashes on the debate's id), so every viewer
+        of a debate is on one node, the debates spread over both, and each node reads and
+        renders only its own debates' events. Debates start through node A."""
+        return self.node_urls[zlib.crc32(debate_id.encode()) % len(self.node_urls)]
 
     def process_usages(self) -> dict[str, processes.Usage]:
         parts = {

@@ -275,7 +275,7 @@ async def load(
             asyncio.create_task(
                 watch(
                     watchers,
-                    stack.viewer_url(viewer),
+                    stack.viewer_url(debate_id),
                     debate_id,
                     samples,
                     primary=viewer == 0,

@@ -111,8 +111,8 @@ class Stack:
             env["ARGUE_PROVIDER_WORKER"] = "1" if self.options.provider_worker else "0"
         return env
 
-    def viewer_url(self, viewer: int) -> str:
-        """The app a debate's ``viewer``-th viewer watches through: the one app here."""
+    def viewer_url(self, debate_id: str) -> str:
+        """The app the viewers of ``debate_id`` watch through: the one app here."""
         return self.app_url
 
     def process_usages(self) -> dict[str, processes.Usage]:

@@ -81,7 +81,7 @@ def test_a_debate_started_on_node_a_runs_on_a_worker_streams_through_node_b_and_
     stack = ClusterStack(stack_options(), cluster=cluster_options)
     try:
         stack.start()
-        node_a, node_b = stack.viewer_url(0), stack.viewer_url(1)
+        node_a, node_b = stack.node_urls
         assert node_a == stack.app_url != node_b
         with httpx.Client(timeout=10.0, trust_env=False) as http:
             # The stored history is in PostgreSQL, seen by either node.

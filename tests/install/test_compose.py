@@ -119,3 +119,28 @@ def test_the_proxy_neither_buffers_nor_cuts_a_live_stream() -> None:
     assert seconds >= 600
     assert re.search(r"server web-a:8000", conf) and re.search(r"server web-b:8000", conf)
     assert re.search(r"proxy_set_header Host \$http_host;", conf)
+
+
+def test_the_proxy_sends_every_request_about_one_debate_to_one_node() -> None:
+    """A debate's page, streams and downloads hash to one node, so only that node reads and
+    renders its live events; the node is found from the path alone."""
+    conf = (ROOT / "deploy" / "nginx.conf").read_text()
+    upstream = re.search(r"upstream argue_web \{(.*?)\}", conf, re.DOTALL)
+    assert upstream is not None
+    hashed = re.search(r"^\s*hash \$(\w+) consistent;", upstream.group(1), re.MULTILINE)
+    assert hashed is not None
+    route = re.search(r"map \$uri \$" + hashed.group(1) + r" \{(.*?)\}", conf, re.DOTALL)
+    assert route is not None
+    pattern, value = re.findall(r"^\s*~(\S+)\s+\$(\d+);", route.group(1), re.MULTILINE)[0]
+    debate_id = "0193a1b2c3d4"
+    for path in (
+        f"/debates/{debate_id}",
+        f"/debates/{debate_id}/stream",
+        f"/debates/{debate_id}/finals.md",
+        f"/api/debates/{debate_id}",
+        f"/api/debates/{debate_id}/events",
+    ):
+        found = re.match(pattern, path)
+        assert found is not None and found.group(int(value)) == debate_id, path
+    assert re.match(pattern, "/healthz") is None
+    assert re.search(r"^\s*default\s+\$request_id;", route.group(1), re.MULTILINE)
