@@ -27,7 +27,7 @@ from datetime import timedelta
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Interval, bindparam, func, literal, or_, select, text, tuple_, update
+from sqlalchemy import Interval, bindparam, func, literal, or_, select, tuple_, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
@@ -125,9 +125,9 @@ def take(session: Session, *, debate_id: str, holder: str, seconds: float) -> Le
 
 
 @cache
-def _hold_statement() -> Any:
+def _hold_statement(postgresql: bool) -> Any:
     # Built once, on first use: every turn write of a worker runs it.
-    return (
+    statement = (
         update(_debates)
         .where(
             _debates.c.id == bindparam("debate_id"), _debates.c.lease_token == bindparam("token")
@@ -135,6 +135,13 @@ def _hold_statement() -> Any:
         .values(lease_token=_debates.c.lease_token)
         .returning(_debates.c.status)
     )
+    if postgresql:
+        # A worker frozen in the middle of this transaction would keep the row locked, and
+        # the worker taking over would wait on it forever: the server ends such a session.
+        # ``set_config(…, true)`` is ``SET LOCAL``, in the same round trip as the lock.
+        timeout = func.set_config("idle_in_transaction_session_timeout", bindparam("idle_ms"), True)
+        statement = statement.returning(timeout)
+    return statement
 
 
 def hold(session: Session, *, lease: Lease) -> str:
@@ -143,14 +150,11 @@ def hold(session: Session, *, lease: Lease) -> str:
     Call first in the transaction of any write made under the lease. Raises ``LeaseLost``
     when another worker has taken the debate since."""
     connection = session.connection()
-    if connection.dialect.name == "postgresql":
-        # A worker frozen in the middle of this transaction would keep the row locked, and
-        # the worker taking over would wait on it forever: the server ends such a session.
-        idle_ms = max(int(lease.seconds * 1000), 1000)
-        connection.execute(text(f"SET LOCAL idle_in_transaction_session_timeout = {idle_ms}"))
-    status = connection.execute(
-        _hold_statement(), {"debate_id": lease.debate_id, "token": lease.token}
-    )
+    postgresql = connection.dialect.name == "postgresql"
+    values: dict[str, Any] = {"debate_id": lease.debate_id, "token": lease.token}
+    if postgresql:
+        values["idle_ms"] = str(max(int(lease.seconds * 1000), 1000))
+    status = connection.execute(_hold_statement(postgresql), values)
     found = status.scalar()
     if found is None:
         raise LeaseLost(f"debate {lease.debate_id}: lease {lease.token} was taken over")

@@ -23,6 +23,7 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from app import leases, store
 from app.db import session_scope
@@ -122,6 +123,26 @@ def test_a_live_lease_keeps_other_workers_out_and_a_taken_over_one_writes_and_pu
     FencedBus(hub, fence_bravo).publish(debate_id, "end", {"status": "completed"})
     assert hub.has_ended(debate_id)
     assert debate_row(pg_engine, debate_id)["status"] == "running"  # alpha's finish refused
+
+
+def test_a_write_under_a_lease_lets_the_server_end_its_transaction_if_it_idles_past_the_lease(
+    pg_engine: Engine,
+) -> None:
+    """A worker frozen inside a write would hold the debate's row lock, and the worker taking
+    over would wait on it forever: the transaction's idle time is capped at the lease's
+    length (at least a second), for that transaction only."""
+    debate_id = new_debate(pg_engine)
+    lease = take(pg_engine, debate_id, "alpha", seconds=2.5)
+    assert isinstance(lease, Lease)
+    show = "SHOW idle_in_transaction_session_timeout"
+    with pg_engine.connect() as connection:
+        with Session(bind=connection) as session:
+            assert leases.hold(session, lease=lease) == "running"
+            during = connection.exec_driver_sql(show).scalar()
+            session.commit()
+        after = connection.exec_driver_sql(show).scalar()  # the next transaction's
+    assert during == "2500ms"
+    assert after == "0", "the cap is the write's alone"
 
 
 @dataclass
