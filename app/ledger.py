@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -20,6 +21,7 @@ from app.db import session_scope
 from app.endings import EndedEarly
 from app.leases import Fence
 from app.pricing import ModelUse
+from app.reports import write_debate_files
 from app.spec import CompletedTurn, DebateSpec, Outcome
 from app.status import DebateStatus
 from app.store import SavedTurn
@@ -144,6 +146,28 @@ class Ledger:
                 ended_early=record.ended_early,
             )
             return saved
+
+    def complete(
+        self, debate_id: str, *, outcome: Outcome, data_dir: Path, now: datetime
+    ) -> str | None:
+        """Mark the debate completed and write its report files, in one transaction; why the
+        files could not be written, if they could not. The debate is completed either way:
+        its files can be exported again."""
+        with session_scope(self.engine) as session:
+            if self.fence is not None:
+                self.fence.check(session)
+            store.finish_debate(
+                session,
+                debate_id=debate_id,
+                status=DebateStatus.COMPLETED,
+                outcome=outcome,
+                reason=None,
+            )
+            try:
+                write_debate_files(session, debate_id=debate_id, data_dir=data_dir, now=now)
+            except OSError as error:
+                return f"report files not written: {error}"
+        return None
 
     def finish(
         self, debate_id: str, *, status: DebateStatus, outcome: Outcome | None, reason: str | None

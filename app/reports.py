@@ -1,7 +1,8 @@
 """Writing a finished debate's report files and remembering where they went.
 
-Called by the runner when a debate completes, so the command line and the web app produce
-the same files; ``argue export`` and the downloads read the same pure exports.
+Called when a debate completes (``Ledger.complete``, in the transaction that marks it
+completed), so the command line and the web app produce the same files; ``argue export`` and
+the downloads read the same pure exports.
 """
 
 from __future__ import annotations
@@ -9,22 +10,23 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from app import store
-from app.db import session_scope
 from app.files import Outputs, write_outputs
 
 
-def write_debate_files(engine: Engine, *, debate_id: str, data_dir: Path, now: datetime) -> Outputs:
-    """Write finals (and history, plan, workspace as the debate asks) and save their paths.
+def write_debate_files(
+    session: Session, *, debate_id: str, data_dir: Path, now: datetime
+) -> Outputs:
+    """Write finals (and history, plan, workspace as the debate asks), and save their paths
+    in the caller's transaction.
 
     Raises ``OSError`` when the data folder cannot be written."""
-    with session_scope(engine) as session:
-        debate = store.get_debate(session, debate_id=debate_id)
-        if debate is None:
-            raise LookupError(f"no debate {debate_id}")
-        turns = store.turns_of(session, debate_id=debate_id)
-        outputs = write_outputs(data_dir=data_dir, debate=debate, turns=turns, now=now)
-        store.set_outputs(session, debate_id=debate_id, outputs=outputs.as_json())
+    debate = store.get_debate(session, debate_id=debate_id)
+    if debate is None:
+        raise LookupError(f"no debate {debate_id}")
+    turns = store.turns_of(session, debate_id=debate_id)
+    outputs = write_outputs(data_dir=data_dir, debate=debate, turns=turns, now=now)
+    store.set_outputs(session, debate_id=debate_id, outputs=outputs.as_json())
     return outputs

@@ -47,7 +47,6 @@ from app.providers.base import (
 from app.providers.registry import default_model
 from app.providers.resilience import stream_with_retries
 from app.repetition import RepetitionWatch
-from app.reports import write_debate_files
 from app.spec import CompletedTurn, DebateSpec, Outcome, TurnPlan
 from app.status import DebateStatus
 
@@ -386,25 +385,14 @@ class Runner:
         return RunResult(status, reason)
 
     async def _complete(self, debate_id: str, outcome: Outcome) -> RunResult:
-        await ledger_lane.run(
-            self._ledger.finish,
+        files_error = await ledger_lane.run(
+            self._ledger.complete,
             debate_id,
-            status=DebateStatus.COMPLETED,
             outcome=outcome,
-            reason=None,
+            data_dir=self.settings.data_dir,
+            now=utcnow().astimezone(),
         )
-        files_error = None
-        try:
-            await ledger_lane.run(
-                write_debate_files,
-                self.engine,
-                debate_id=debate_id,
-                data_dir=self.settings.data_dir,
-                now=utcnow().astimezone(),
-            )
-        except OSError as error:
-            # The debate itself is complete and saved; the files can be exported again.
-            files_error = f"report files not written: {error}"
+        if files_error is not None:
             log.warning("debate %s: %s", debate_id, files_error)
         self.hub.publish(
             debate_id,

@@ -157,6 +157,31 @@ async def test_failed_turn_keeps_the_providers_message_and_the_turns_before_it(
 
 
 @pytest.mark.both_databases
+async def test_a_debate_whose_report_files_cannot_be_written_completes_and_its_end_says_why(
+    engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer
+) -> None:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    (settings.data_dir / "finals").write_text("a file where the finals folder goes")
+    debate_id = openai_duel(engine, settings, topic="Tabs or spaces?", rounds=2)
+
+    result = await runner(engine, hub, settings).run(debate_id)
+    events = [event async for event in hub.subscribe(debate_id)]
+
+    assert result.status == "completed"
+    assert result.reason is not None and result.reason.startswith("report files not written")
+    with session_scope(engine) as session:
+        debate = store.get_debate(session, debate_id=debate_id)
+        assert debate is not None
+        assert (debate.status, bool(debate.synthesis), debate.outputs) == ("completed", True, None)
+    assert [t.status for t in turns(engine, debate_id)] == ["completed"] * len(
+        turns(engine, debate_id)
+    )
+    end = events[-1]
+    assert end.type == "end" and end.data["status"] == "completed"
+    assert end.data["files_error"] == result.reason
+
+
+@pytest.mark.both_databases
 async def test_resume_reruns_only_the_unfinished_turns(
     engine: Engine, hub: EventHub, settings: Settings, fake_llm: FakeLLMServer
 ) -> None:
