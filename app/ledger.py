@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from app import store
 from app.db import session_scope
@@ -154,15 +155,7 @@ class Ledger:
         files could not be written, if they could not. The debate is completed either way:
         its files can be exported again."""
         with session_scope(self.engine) as session:
-            if self.fence is not None:
-                self.fence.check(session)
-            store.finish_debate(
-                session,
-                debate_id=debate_id,
-                status=DebateStatus.COMPLETED,
-                outcome=outcome,
-                reason=None,
-            )
+            self._end(session, debate_id, DebateStatus.COMPLETED, outcome, None)
             try:
                 write_debate_files(session, debate_id=debate_id, data_dir=data_dir, now=now)
             except OSError as error:
@@ -173,8 +166,19 @@ class Ledger:
         self, debate_id: str, *, status: DebateStatus, outcome: Outcome | None, reason: str | None
     ) -> None:
         with session_scope(self.engine) as session:
-            if self.fence is not None:
-                self.fence.check(session)
-            store.finish_debate(
-                session, debate_id=debate_id, status=status, outcome=outcome, reason=reason
-            )
+            self._end(session, debate_id, status, outcome, reason)
+
+    def _end(
+        self,
+        session: Session,
+        debate_id: str,
+        status: DebateStatus,
+        outcome: Outcome | None,
+        reason: str | None,
+    ) -> None:
+        """Record the debate's end in ``session``'s transaction, under the fence if any."""
+        if self.fence is not None:
+            self.fence.check(session)
+        store.finish_debate(
+            session, debate_id=debate_id, status=status, outcome=outcome, reason=reason
+        )

@@ -173,9 +173,8 @@ async def test_a_debate_whose_report_files_cannot_be_written_completes_and_its_e
         debate = store.get_debate(session, debate_id=debate_id)
         assert debate is not None
         assert (debate.status, bool(debate.synthesis), debate.outputs) == ("completed", True, None)
-    assert [t.status for t in turns(engine, debate_id)] == ["completed"] * len(
-        turns(engine, debate_id)
-    )
+    saved = turns(engine, debate_id)
+    assert [t.status for t in saved] == ["completed"] * len(saved)
     end = events[-1]
     assert end.type == "end" and end.data["status"] == "completed"
     assert end.data["files_error"] == result.reason
