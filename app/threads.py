@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,10 @@ import anyio.to_thread
 
 # Starting a lane's threads waits at most this long for them to run.
 START_SECONDS = 10.0
+
+# How long a thread running Python keeps the interpreter lock while another waits for it
+# (CPython's default is 5 ms).
+THREAD_SWITCH_SECONDS = 0.001
 
 # The framework's threads (FastAPI's plain ``def`` handlers and dependencies, and
 # ``run_in_threadpool``): enough for a few page loads and stream openings at once while one
@@ -72,3 +77,16 @@ def limit_request_threads(threads: int = REQUEST_THREADS) -> None:
     """Cap the threads this event loop's framework runs handlers in (anyio's default limiter,
     forty unless set: one per loop, so this is called from inside the loop)."""
     anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+
+
+def shorten_thread_switches() -> None:
+    """Have a thread running Python hand the interpreter lock on after a millisecond.
+
+    A process that streams debates on its event loop runs its database work (and, in the web
+    process, page handlers and rendering) in threads. With CPython's default 5 ms switch
+    interval, a busy thread keeps the loop, and every stream it serves, waiting that long
+    at each turn: in the web process, at 1 ms the history page's p99 under four concurrent
+    clients fell from about 73 to 48 ms (interleaved runs), streaming unchanged. An ``argue
+    worker`` is built the same way: at a turnover its ledger and lease threads are busy
+    together while the loop publishes every debate's live text."""
+    sys.setswitchinterval(THREAD_SWITCH_SECONDS)

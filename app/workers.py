@@ -22,7 +22,9 @@ Everything taken, finished, given up, handed back or put back is logged.
 Where it has a second core, the worker makes its provider calls in a child process
 (``app.providers.worker``), as ``argue serve`` does: the SDKs' parsing of every streamed event
 then leaves its event loop to the runs and their event stream. It takes no job until that
-child has imported the SDKs.
+child has imported the SDKs. Like the web process, it keeps its collector's pauses short
+(``app.collector``) and has a busy thread hand the interpreter back after a millisecond
+(``app.threads.shorten_thread_switches``): its event loop carries every debate's live text.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ from app.providers.registry import PROVIDER_NAMES, build_provider, close_provide
 from app.providers.worker import moved_to_worker, provider_worker_wanted
 from app.runner import Runner
 from app.status import ACTIVE_STATUSES, DebateStatus
+from app.threads import shorten_thread_switches
 
 log = logging.getLogger(__name__)
 
@@ -395,6 +398,7 @@ async def serve(settings: Settings, *, concurrency: int, name: str) -> None:
         await provider_worker.wait_ready()
     for lane in (ledger_lane, lease_lane):
         await asyncio.to_thread(lane.start)
+    shorten_thread_switches()
     log.info(
         "worker %s: up to %d debate(s) at once; take-over of a silent worker's debates "
         "within about %.0f s",

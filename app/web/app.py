@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
@@ -29,7 +28,7 @@ from app.providers.local import llama_cpp_missing
 from app.providers.registry import PROVIDER_NAMES, build_provider, close_providers
 from app.providers.worker import ProviderWorker, moved_to_worker, provider_worker_wanted
 from app.resources import STATIC_DIR
-from app.threads import limit_request_threads
+from app.threads import limit_request_threads, shorten_thread_switches
 from app.web import api, apidocs, assets, delete, evals, offload, pages, report, security, stream
 from app.web.bad_input import validation_error_handler
 from app.web.deps import ProviderStatuses, compile_all, make_templates
@@ -51,14 +50,6 @@ def available_providers(settings: Settings) -> dict[str, Provider]:
         except ImportError as error:
             log.warning("provider %s unavailable: %s", name, error)
     return providers
-
-
-def shorten_thread_switches() -> None:
-    """Page handlers and the runner's database work run in threads. With CPython's default
-    5 ms switch interval, a thread holding the interpreter keeps the event loop and the other
-    requests waiting that long at each turn; at 1 ms the history page's p99 under four
-    concurrent clients fell from about 73 to 48 ms (interleaved runs), streaming unchanged."""
-    sys.setswitchinterval(0.001)
 
 
 def _warm_up(templates: Jinja2Templates, *, local: bool, runs_debates: bool) -> None:
