@@ -96,6 +96,7 @@ from app.events import (
     offer,
     track_live,
 )
+from app.pacing import Spacing
 
 log = logging.getLogger(__name__)
 
@@ -306,9 +307,8 @@ class RedisBus:
         self._keep_ended = keep_ended_seconds
         self._queue_size = queue_size
         self._buffer_limit = buffer_limit
-        self._read_spacing = read_spacing
-        self._write_spacing = write_spacing
-        self._last_send = float("-inf")  # when the last send began (the loop's clock)
+        self._reads = Spacing(read_spacing)
+        self._sends = Spacing(write_spacing)
         self._writer_id = secrets.token_hex(8)
         self._counter = 0
         self._outbox: deque[_Outgoing] = deque()
@@ -380,12 +380,9 @@ class RedisBus:
 
     async def _write(self) -> None:
         outage = _Outage("publishing")
-        loop = asyncio.get_running_loop()
         while self._outbox:
-            wait = self._last_send + self._write_spacing - loop.time()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            self._last_send = loop.time()
+            await self._sends.wait()
+            self._sends.begin()
             batch = [self._outbox[i] for i in range(min(WRITE_BATCH, len(self._outbox)))]
             try:
                 await self._send(batch)
@@ -602,7 +599,6 @@ class RedisBus:
         """Every watched debate's new events, in one ``XREAD`` after another, until none is
         watched. The read lists the debates it was sent with; its reply goes to those."""
         outage = _Outage("watching debates")
-        loop = asyncio.get_running_loop()
         try:
             while True:
                 for debate_id in [d for d, r in self._readers.items() if not r.subscribers]:
@@ -614,7 +610,7 @@ class RedisBus:
                     self.stream_key(d): reader.cursor for d, reader in asked.items()
                 }
                 streams[self._wake_key] = self._wake_cursor
-                began = loop.time()
+                self._reads.begin()
                 try:
                     reply: Any = await self._redis.xread(
                         streams, count=READ_COUNT, block=READ_BLOCK_MS
@@ -625,7 +621,7 @@ class RedisBus:
                 outage.over()
                 self._hand_out_read(asked, reply or [])
                 if reply:
-                    await asyncio.sleep(began + self._read_spacing - loop.time())
+                    await self._reads.wait()
         finally:
             self._reading = None
             for reader in self._readers.values():

@@ -34,6 +34,7 @@ from app.formats import Format, get_format
 from app.leases import Fence
 from app.ledger import Ledger, TurnRecord, ledger_lane
 from app.models import utcnow
+from app.pacing import Spacing
 from app.providers.base import (
     ErrorKind,
     Finished,
@@ -426,19 +427,13 @@ class _DeltaWindow:
     def __init__(self) -> None:
         self._waiting: dict[_TurnText, None] = {}  # in arrival order
         self._timer: asyncio.Handle | None = None
-        self._last_flush = -DELTA_WINDOW_SECONDS
+        self._spacing = Spacing(DELTA_WINDOW_SECONDS)
 
     def offer(self, text: _TurnText) -> None:
         """``text`` has something to publish."""
         self._waiting[text] = None
-        if self._timer is not None:
-            return
-        loop = asyncio.get_running_loop()
-        wait = self._last_flush + DELTA_WINDOW_SECONDS - loop.time()
-        if wait <= 0:
-            self._timer = loop.call_soon(self.flush)
-        else:
-            self._timer = loop.call_later(wait, self.flush)
+        if self._timer is None:
+            self._timer = self._spacing.call(self.flush)
 
     def flush(self) -> None:
         if self._timer is not None:
@@ -446,7 +441,7 @@ class _DeltaWindow:
             self._timer = None
         waiting, self._waiting = self._waiting, {}
         if waiting:
-            self._last_flush = asyncio.get_running_loop().time()
+            self._spacing.begin()
         for text in waiting:
             text.publish()
 

@@ -175,10 +175,11 @@ class ClusterStack(Stack):
         return env
 
     def viewer_url(self, debate_id: str) -> str:
-        """The node the cluster's reverse proxy sends the viewers of ``debate_id`` to: it
-        routes by debate (``deploy/nginx.conf`` hashes on the debate's id), so every viewer
-        of a debate is on one node, the debates spread over both, and each node reads and
-        renders only its own debates' events. Debates start through node A."""
+        """The node the viewers of ``debate_id`` watch through, chosen as the cluster's
+        reverse proxy chooses (``deploy/nginx.conf`` hashes on the debate's id; its hash is
+        nginx's own, so not always the same node, but the same split): every viewer of a
+        debate on one node, the debates spread over both, and each node reading and
+        rendering only its own debates' events. Debates start through node A."""
         return self.node_urls[zlib.crc32(debate_id.encode()) % len(self.node_urls)]
 
     def process_usages(self) -> dict[str, processes.Usage]:

@@ -53,6 +53,7 @@ from typing import Any
 
 from app import collector, event_loop
 from app.config import Settings
+from app.pacing import Spacing
 from app.providers.base import (
     ErrorKind,
     Finished,
@@ -375,11 +376,10 @@ class _Outbox:
         self, transport: asyncio.WriteTransport, *, spacing: float = SEND_SPACING_SECONDS
     ) -> None:
         self._transport = transport
-        self._spacing = spacing
+        self._spacing = Spacing(spacing)
         self._text: dict[int, list[str]] = {}
         self._messages: list[Wire] = []
         self._scheduled = False
-        self._last_write = float("-inf")
 
     def delta(self, call: int, text: str) -> None:
         self._text.setdefault(call, []).append(text)
@@ -397,16 +397,11 @@ class _Outbox:
         if self._scheduled:
             return
         self._scheduled = True
-        loop = asyncio.get_running_loop()
-        wait = self._last_write + self._spacing - loop.time()
-        if wait > 0:
-            loop.call_later(wait, self._flush)
-        else:
-            loop.call_soon(self._flush)
+        self._spacing.call(self._flush)
 
     def _flush(self) -> None:
         self._scheduled = False
-        self._last_write = asyncio.get_running_loop().time()
+        self._spacing.begin()
         batch = [("delta", call, "".join(parts)) for call, parts in self._text.items()]
         batch += self._messages
         self._text, self._messages = {}, []
