@@ -182,15 +182,15 @@ def turn_from_live(info: Mapping[str, Any], text: str = "") -> TurnView:
 def merge_turns(
     rows: Iterable[Turn], live: Iterable[LiveTurn], *, include_live: bool
 ) -> list[TurnView]:
-    """The turns to show. A completed row wins (it may have completed after the snapshot was
-    taken: its replayed completion event then replaces it with itself); otherwise a live turn
-    wins over an earlier failed attempt with the same key."""
+    """The turns to show. A turn live in the snapshot is shown live, as of the snapshot, even
+    when its row has completed since: the stream continues from the snapshot's last event, so
+    it replays that turn's later text into the live turn, then its completion, which swaps in
+    the finished turn. Shown completed, the replayed text would have nowhere to go. A live
+    turn also wins over an earlier failed attempt with the same key."""
     by_key: dict[str, TurnView] = {row.key: turn_from_row(row) for row in rows}
     if include_live:
         for turn in live:
-            existing = by_key.get(turn.key)
-            if existing is None or existing.status != "completed":
-                by_key[turn.key] = turn_from_live(turn.info, turn.text)
+            by_key[turn.key] = turn_from_live(turn.info, turn.text)
     return list(by_key.values())
 
 

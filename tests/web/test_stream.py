@@ -10,7 +10,10 @@ from fastapi.testclient import TestClient
 from app import store
 from app.db import session_scope
 from app.events import Event
+from app.models import utcnow
 from app.spec import DebateSpec, Seat
+from app.web.stream import Fragments
+from app.web.view import dom_id
 from tests.fakes.llm_server import FakeLLMServer
 from tests.web.conftest import LiveServer, start_duel, wait_for_debate
 from tests.web.sse import Message, parse, parse_lines
@@ -93,8 +96,6 @@ def test_a_stale_event_id_makes_the_page_reload(client: TestClient) -> None:
 
 
 def test_delta_fragment_appends_escaped_text_to_its_turn(client: TestClient) -> None:
-    from app.web.stream import Fragments
-
     app = client.app
     state = app.state  # type: ignore[attr-defined]
     fragments = Fragments(state.templates.env, state.engine, "some-id", state.timelines)
@@ -105,6 +106,49 @@ def test_delta_fragment_appends_escaped_text_to_its_turn(client: TestClient) -> 
         message.data
         == '<div hx-swap-oob="beforeend:#x-r2-rebuttal-claude">&lt;i&gt;x&lt;/i&gt;</div>'
     )
+
+
+def test_a_turn_saved_between_the_snapshot_and_the_page_read_stays_live_for_its_replayed_text(
+    client: TestClient,
+) -> None:
+    # The page takes the live snapshot, then reads the database. A turn can be saved in
+    # between: its row is completed, yet its stream continues from the snapshot, so its later
+    # text still arrives as fragments that append to the turn's live element.
+    state = client.app.state  # type: ignore[attr-defined]
+    engine, hub = state.engine, state.hub
+    spec = DebateSpec(topic="Racing the page", seats=(Seat("claude", "Claude", "anthropic"),))
+    with session_scope(engine) as session:
+        debate_id = store.create_debate(session, spec=spec).id
+        store.mark_running(session, debate_id=debate_id)
+    key = "r1.opening.claude"
+    info = {"key": key, "role": "claude", "label": "Claude", "provider": "anthropic"}
+    hub.publish(debate_id, "status", {"status": "running"})
+    hub.publish(debate_id, "turn_started", {**info, "model": "m", "phase": "opening", "round": 1})
+    hub.publish(debate_id, "delta", {"key": key, "text": "Half of "})
+    with session_scope(engine) as session:
+        store.record_turn(
+            session,
+            debate_id=debate_id,
+            **{**info, "model": "m", "phase": "opening", "round": 1},
+            status="completed",
+            text="Half of the claim.",
+            verdict=None,
+            error_kind=None,
+            error_message=None,
+            input_tokens=1,
+            output_tokens=4,
+            usage_estimated=False,
+            attempts=1,
+            started_at=utcnow(),
+            finished_at=utcnow(),
+        )
+    page = client.get(f"/debates/{debate_id}").text
+    later = hub.publish(debate_id, "delta", {"key": key, "text": "the claim."})
+    fragments = Fragments(state.templates.env, engine, debate_id, state.timelines)
+    message = fragments.for_event(later)
+    assert message is not None and f"beforeend:#x-{dom_id(key)}" in message.data
+    assert f'id="x-{dom_id(key)}" hidden>Half of </div>' in page
+    assert f"last_event_id={later.id}" not in page
 
 
 @pytest.mark.timeout(60)
