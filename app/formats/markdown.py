@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from app.commonmark import commonmark
 from app.endings import ended_early_note
 
 if TYPE_CHECKING:
-    from markdown_it import MarkdownIt
     from markdown_it.token import Token
 
     from app.models import Debate, Turn
@@ -90,23 +89,13 @@ _SETEXT_MARKUP = frozenset({"=", "-"})
 _DEEPEST_HEADING = 6
 
 
-@lru_cache(maxsize=1)
-def _markdown() -> MarkdownIt:
-    # Imported when first needed: the command line loads every format to list them.
-    from markdown_it import MarkdownIt
-
-    # The same reading of Markdown as the debate page's: a line the page shows as a heading
-    # is a heading here, and a line in a code block never is.
-    return MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
-
-
 def nest_headings(text: str, *, under: int) -> str:
     """Shift a model's own headings below the heading (level ``under``) that holds its text,
     keeping their relative levels and stopping at level 6, so a reply's "## Core Claims" does
     not read as a section of the document around it. Code blocks are left alone; underlined
     headings become ``#`` headings, since underlines only make levels 1 and 2."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    tokens = _markdown().parse("\n".join(lines))
+    tokens = commonmark().parse("\n".join(lines))
     headings = [
         (token, tokens[index + 1].content)
         for index, token in enumerate(tokens)

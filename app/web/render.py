@@ -1,9 +1,9 @@
 """Markdown from models turned into HTML that is safe to put in a page.
 
 Model output is untrusted text. It is parsed as CommonMark (plus tables and strikethrough)
-with raw HTML switched off, so a ``<script>`` in a reply stays text; the HTML that results is
-then cleaned by nh3 against an allow-list, so nothing the parser lets through (a
-``javascript:`` link, an unexpected attribute) reaches the browser either.
+with raw HTML switched off (``app.commonmark``), so a ``<script>`` in a reply stays text;
+the HTML that results is then cleaned by nh3 against an allow-list, so nothing the parser
+lets through (a ``javascript:`` link, an unexpected attribute) reaches the browser either.
 
 A table's column alignment is written as a class (``align-left``, ``align-center``,
 ``align-right``, styled by the stylesheet), never as an inline ``style``: the page's
@@ -17,9 +17,10 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import nh3
-from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from markupsafe import Markup
+
+from app.commonmark import commonmark
 
 RENDERED_TEXTS_KEPT = 512
 
@@ -39,14 +40,6 @@ ALIGNMENT_CLASSES = frozenset(f"align-{alignment}" for alignment in ALIGNMENTS)
 ALLOWED_CLASSES = {"td": set(ALIGNMENT_CLASSES), "th": set(ALIGNMENT_CLASSES)}
 URL_SCHEMES = frozenset({"http", "https", "mailto"})
 CELL_OPENINGS = frozenset({"th_open", "td_open"})
-
-
-@lru_cache(maxsize=1)
-def _parser() -> MarkdownIt:
-    # linkify stays off: bare URLs in model text are left as text, never turned into links.
-    return MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(
-        ["table", "strikethrough"]
-    )
 
 
 def align_with_classes(tokens: Sequence[Token]) -> None:
@@ -84,7 +77,7 @@ def markdown_html(text: str | None) -> Markup:
 # end, and in every page load while it is watched: the same text, the same HTML.
 @lru_cache(maxsize=RENDERED_TEXTS_KEPT)
 def _rendered(text: str) -> Markup:
-    parser = _parser()
+    parser = commonmark()
     tokens = parser.parse(text)
     align_with_classes(tokens)
     raw = parser.renderer.render(tokens, parser.options, {})
