@@ -8,14 +8,19 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
 import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from sqlalchemy.engine import Engine
 
+from app import store
 from app.config import Settings
+from app.db import session_scope
+from app.models import utcnow
 from app.providers.base import Provider
 from app.providers.registry import build_provider
 from app.web.app import create_app
@@ -104,3 +109,33 @@ def live_server(app: FastAPI) -> Iterator[LiveServer]:
         yield live
     finally:
         stop(live)
+
+
+def save_completed_turn(
+    engine: Engine, debate_id: str, key: str, role: str, round: int, phase: str
+) -> None:
+    """Save turn ``key`` of the debate as completed (a Claude seat's, model ``m``)."""
+    now = utcnow()
+    with session_scope(engine) as session:
+        store.record_turn(
+            session,
+            debate_id=debate_id,
+            key=key,
+            role=role,
+            label=role.title(),
+            provider="anthropic",
+            model="m",
+            phase=phase,
+            round=round,
+            status="completed",
+            text=f"The text of {key}.",
+            verdict=None,
+            error_kind=None,
+            error_message=None,
+            input_tokens=10,
+            output_tokens=20,
+            usage_estimated=False,
+            attempts=1,
+            started_at=now - timedelta(seconds=3),
+            finished_at=now,
+        )

@@ -10,12 +10,11 @@ from fastapi.testclient import TestClient
 from app import store
 from app.db import session_scope
 from app.events import Event
-from app.models import utcnow
 from app.spec import DebateSpec, Seat
 from app.web.stream import Fragments
 from app.web.view import dom_id
 from tests.fakes.llm_server import FakeLLMServer
-from tests.web.conftest import LiveServer, start_duel, wait_for_debate
+from tests.web.conftest import LiveServer, save_completed_turn, start_duel, wait_for_debate
 from tests.web.sse import Message, parse, parse_lines
 
 
@@ -121,27 +120,12 @@ def test_a_turn_saved_between_the_snapshot_and_the_page_read_stays_live_for_its_
         debate_id = store.create_debate(session, spec=spec).id
         store.mark_running(session, debate_id=debate_id)
     key = "r1.opening.claude"
-    info = {"key": key, "role": "claude", "label": "Claude", "provider": "anthropic"}
+    started = {"key": key, "role": "claude", "label": "Claude", "provider": "anthropic"}
+    started |= {"model": "m", "phase": "opening", "round": 1}
     hub.publish(debate_id, "status", {"status": "running"})
-    hub.publish(debate_id, "turn_started", {**info, "model": "m", "phase": "opening", "round": 1})
+    hub.publish(debate_id, "turn_started", started)
     hub.publish(debate_id, "delta", {"key": key, "text": "Half of "})
-    with session_scope(engine) as session:
-        store.record_turn(
-            session,
-            debate_id=debate_id,
-            **{**info, "model": "m", "phase": "opening", "round": 1},
-            status="completed",
-            text="Half of the claim.",
-            verdict=None,
-            error_kind=None,
-            error_message=None,
-            input_tokens=1,
-            output_tokens=4,
-            usage_estimated=False,
-            attempts=1,
-            started_at=utcnow(),
-            finished_at=utcnow(),
-        )
+    save_completed_turn(engine, debate_id, key, "claude", 1, "opening")
     page = client.get(f"/debates/{debate_id}").text
     later = hub.publish(debate_id, "delta", {"key": key, "text": "the claim."})
     fragments = Fragments(state.templates.env, engine, debate_id, state.timelines)

@@ -26,6 +26,7 @@ from app.web.stream import Fragments, page_events
 from app.web.timelines import Timelines, Watch
 from app.web.view import group_turns, merge_turns, progress_of
 from tests.databases import statements_sent
+from tests.web.conftest import save_completed_turn
 
 SEATS = (Seat("claude", "Claude", "anthropic"), Seat("gemini", "Gemini", "gemini"))
 
@@ -40,33 +41,6 @@ def started(key: str, role: str, round: int, phase: str) -> dict[str, Any]:
         "phase": phase,
         "round": round,
     }
-
-
-def save_turn(engine: Engine, debate_id: str, key: str, role: str, round: int, phase: str) -> None:
-    now = utcnow()
-    with session_scope(engine) as session:
-        store.record_turn(
-            session,
-            debate_id=debate_id,
-            key=key,
-            role=role,
-            label=role.title(),
-            provider="anthropic",
-            model="m",
-            phase=phase,
-            round=round,
-            status="completed",
-            text=f"The text of {key}.",
-            verdict=None,
-            error_kind=None,
-            error_message=None,
-            input_tokens=10,
-            output_tokens=20,
-            usage_estimated=False,
-            attempts=1,
-            started_at=now - timedelta(seconds=3),
-            finished_at=now,
-        )
 
 
 def progress_from_database(engine: Engine, debate_id: str) -> str | None:
@@ -151,12 +125,12 @@ def test_turn_events_render_from_the_timeline_not_the_database(engine: Engine) -
         html = render("turn_started", started("r1.opening.gemini", "gemini", 1, "opening"))
     assert selects == [] and "r1-opening-gemini" in html
 
-    save_turn(engine, debate_id, "r1.opening.claude", "claude", 1, "opening")
+    save_completed_turn(engine, debate_id, "r1.opening.claude", "claude", 1, "opening")
     with statements_sent(engine, "SELECT") as selects:
         html = render("turn_completed", {"key": "r1.opening.claude"})
     assert len(selects) == 1 and "The text of r1.opening.claude." in html
 
-    save_turn(engine, debate_id, "r1.opening.gemini", "gemini", 1, "opening")
+    save_completed_turn(engine, debate_id, "r1.opening.gemini", "gemini", 1, "opening")
     render("turn_completed", {"key": "r1.opening.gemini"})
     with statements_sent(engine, "SELECT") as selects:
         html = render("turn_started", started("r2.rebuttal.claude", "claude", 2, "rebuttal"))
@@ -265,7 +239,7 @@ def test_a_completed_turn_event_carrying_its_saved_turn_reads_nothing(engine: En
             1, "e", debate_id, "turn_started", started("r1.opening.claude", "claude", 1, "opening")
         )
     )
-    save_turn(engine, debate_id, "r1.opening.claude", "claude", 1, "opening")
+    save_completed_turn(engine, debate_id, "r1.opening.claude", "claude", 1, "opening")
     now = utcnow()
     carried = {
         **started("r1.opening.claude", "claude", 1, "opening"),
@@ -329,7 +303,7 @@ async def test_a_viewer_coming_back_sees_the_progress_of_turns_saved_while_none_
         ("r2.rebuttal.claude", "claude", 2, "rebuttal"),
         ("r2.rebuttal.gemini", "gemini", 2, "rebuttal"),
     ):
-        save_turn(engine, debate_id, key, role, round, phase)
+        save_completed_turn(engine, debate_id, key, role, round, phase)
     third = started("r3.rebuttal.claude", "claude", 3, "rebuttal")
     hub.publish(debate_id, "turn_started", third)
 
@@ -356,7 +330,7 @@ def test_a_slow_first_read_does_not_replace_the_timeline_a_later_viewer_already_
         quick = viewer(timelines, debate_id)  # reads and keeps its own, then streams
         in_use = timelines.get(debate_id)
         assert in_use is not None
-        save_turn(engine, debate_id, "r1.opening.claude", "claude", 1, "opening")
+        save_completed_turn(engine, debate_id, "r1.opening.claude", "claude", 1, "opening")
         timelines.saved_turn(debate_id, "r1.opening.claude")  # its stream renders a turn
         read.release.set()
         assert slow.result(10) is not None
