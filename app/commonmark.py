@@ -22,17 +22,16 @@ if TYPE_CHECKING:
 _URL_TABLE_PRIMER = "[a](http://a.example/%41é) ![b](c%20d) <http://e.example/é>"
 
 _lock = threading.Lock()
-_built: list[MarkdownIt] = []
+_parser: MarkdownIt | None = None
 
 
 def commonmark() -> MarkdownIt:
     """The shared parser, ready for any number of threads at once."""
-    if _built:
-        return _built[0]
+    global _parser
     with _lock:
-        if not _built:
-            _built.append(_build())
-        return _built[0]
+        if _parser is None:
+            _parser = _build()
+        return _parser
 
 
 def _build() -> MarkdownIt:

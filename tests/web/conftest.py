@@ -111,6 +111,19 @@ def live_server(app: FastAPI) -> Iterator[LiveServer]:
         stop(live)
 
 
+def turn_started_data(key: str, role: str, round: int, phase: str) -> dict[str, Any]:
+    """A ``turn_started`` event's data for turn ``key`` (a Claude seat's, model ``m``)."""
+    return {
+        "key": key,
+        "role": role,
+        "label": role.title(),
+        "provider": "anthropic",
+        "model": "m",
+        "phase": phase,
+        "round": round,
+    }
+
+
 def save_completed_turn(
     engine: Engine, debate_id: str, key: str, role: str, round: int, phase: str
 ) -> None:

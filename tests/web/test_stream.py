@@ -14,7 +14,13 @@ from app.spec import DebateSpec, Seat
 from app.web.stream import Fragments
 from app.web.view import dom_id
 from tests.fakes.llm_server import FakeLLMServer
-from tests.web.conftest import LiveServer, save_completed_turn, start_duel, wait_for_debate
+from tests.web.conftest import (
+    LiveServer,
+    save_completed_turn,
+    start_duel,
+    turn_started_data,
+    wait_for_debate,
+)
 from tests.web.sse import Message, parse, parse_lines
 
 
@@ -120,10 +126,8 @@ def test_a_turn_saved_between_the_snapshot_and_the_page_read_stays_live_for_its_
         debate_id = store.create_debate(session, spec=spec).id
         store.mark_running(session, debate_id=debate_id)
     key = "r1.opening.claude"
-    started = {"key": key, "role": "claude", "label": "Claude", "provider": "anthropic"}
-    started |= {"model": "m", "phase": "opening", "round": 1}
     hub.publish(debate_id, "status", {"status": "running"})
-    hub.publish(debate_id, "turn_started", started)
+    hub.publish(debate_id, "turn_started", turn_started_data(key, "claude", 1, "opening"))
     hub.publish(debate_id, "delta", {"key": key, "text": "Half of "})
     save_completed_turn(engine, debate_id, key, "claude", 1, "opening")
     page = client.get(f"/debates/{debate_id}").text

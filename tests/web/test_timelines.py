@@ -27,20 +27,9 @@ from app.web.timelines import Timelines, Watch
 from app.web.view import group_turns, merge_turns, progress_of
 from tests.databases import statements_sent
 from tests.web.conftest import save_completed_turn
+from tests.web.conftest import turn_started_data as started
 
 SEATS = (Seat("claude", "Claude", "anthropic"), Seat("gemini", "Gemini", "gemini"))
-
-
-def started(key: str, role: str, round: int, phase: str) -> dict[str, Any]:
-    return {
-        "key": key,
-        "role": role,
-        "label": role.title(),
-        "provider": "anthropic",
-        "model": "m",
-        "phase": phase,
-        "round": round,
-    }
 
 
 def progress_from_database(engine: Engine, debate_id: str) -> str | None:
