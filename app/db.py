@@ -5,10 +5,11 @@
   Python's, so a case-insensitive search (``ILIKE`` on PostgreSQL, ``lower() LIKE lower()``
   here) matches "ÉTÉ" to "été" on both databases alike.
 - PostgreSQL is reached through psycopg 3 with a bounded pool: ``pool_size`` connections kept,
-  as many more while busy, each checked with a ping before use (a restarted server leaves
-  dead connections behind) and renewed after half an hour (so proxies that drop idle
-  connections never hand back a closed one). Connecting gives up after ``CONNECT_TIMEOUT``
-  seconds, so a server that is down fails a request instead of hanging it.
+  as many more while busy, each checked before use (a restarted server leaves dead
+  connections behind; ``app.pooled_connections`` tells them without a round trip) and
+  renewed after half an hour (so proxies that drop idle connections never hand back a closed
+  one). Connecting gives up after ``CONNECT_TIMEOUT`` seconds, so a server that is down fails
+  a request instead of hanging it.
 
 Times are stored as UTC on both (``sqlmodel``'s ``UTCDateTime``: ``timestamptz`` on
 PostgreSQL), whatever the server's time zone.
@@ -26,7 +27,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, create_engine
 
-from app import database_url
+from app import database_url, pooled_connections
 from app.config import Settings, get_settings
 
 DEFAULT_POOL_SIZE = 10
@@ -57,15 +58,16 @@ def _sqlite_engine(url: str) -> Engine:
 
 
 def _postgresql_engine(url: str, pool_size: int) -> Engine:
-    return create_engine(
+    engine = create_engine(
         url,
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
         pool_recycle=RECYCLE_SECONDS,
         pool_timeout=30,
         connect_args={"connect_timeout": CONNECT_TIMEOUT, "application_name": "argue"},
     )
+    pooled_connections.check_on_checkout(engine)
+    return engine
 
 
 def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:

@@ -34,7 +34,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session
 
-from app import store
+from app import pooled_connections, store
 from app.bus import EventBus
 from app.config import Settings
 from app.database_url import backend_of
@@ -159,11 +159,15 @@ def make_app(settings: Settings, **pool_options: Any) -> App:
 
     Its pooled connections are in autocommit: every query the queue library sends through
     them is one statement, and in a transaction of its own each was followed by a ``COMMIT``,
-    one more round trip on the worker's event loop per job fetched, finished or checked. A
-    web node enqueues on the debate's own connection, in the debate's transaction."""
+    one more round trip on the worker's event loop per job fetched, finished or checked. They
+    are checked before use without a round trip (``app.pooled_connections``), not pinged as
+    the library would. A web node enqueues on the debate's own connection, in the debate's
+    transaction."""
     require_postgresql(settings)
     options: dict[str, Any] = {"configure": _in_autocommit, **pool_options}
-    connector = PsycopgConnector(conninfo=conninfo(settings), **options)
+    connector = PsycopgConnector(
+        conninfo=conninfo(settings), pool_factory=pooled_connections.async_pool, **options
+    )
     queue_app = App(connector=connector)
     queue_app.job_manager = OwnedJobManager(connector=connector)
     return queue_app

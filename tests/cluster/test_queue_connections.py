@@ -46,3 +46,32 @@ async def test_the_queues_pooled_connections_commit_each_statement_and_it_still_
             listener.cancel()
             await asyncio.gather(listener, return_exceptions=True)
     assert heard and heard[0] == "hello"
+
+
+async def test_a_queue_connection_the_server_ended_is_replaced_before_it_is_handed_out(
+    fake_llm: FakeLLMServer, tmp_path: Path, database_url: str
+) -> None:
+    settings = workers_settings(fake_llm, tmp_path, database_url)
+    queue_app = make_app(settings, min_size=1, max_size=1)
+
+    async with queue_app.open_async():
+        pool = queue_app.connector.pool  # type: ignore[attr-defined]
+        async with pool.connection() as connection:
+            first = await backend_pid(connection)
+        async with await psycopg.AsyncConnection.connect(
+            conninfo(settings), autocommit=True
+        ) as admin:
+            await admin.execute("SELECT pg_terminate_backend(%s)", (first,))
+        await asyncio.sleep(0.2)  # the server's notice reaches the idle connection's socket
+        async with pool.connection() as connection:
+            second = await backend_pid(connection)  # would raise on the dead connection
+
+    assert second != first
+
+
+async def backend_pid(connection: psycopg.AsyncConnection[object]) -> int:
+    cursor = await connection.execute("SELECT pg_backend_pid()")
+    row = await cursor.fetchone()
+    assert row is not None
+    pid: int = row[0]
+    return pid

@@ -39,7 +39,6 @@ def test_every_spelling_of_a_postgresql_url_reaches_psycopg_3(
     engine = make_engine(settings.sqlalchemy_url, pool_size=settings.database_pool_size)
     assert (engine.dialect.name, engine.dialect.driver) == ("postgresql", "psycopg")
     assert engine.url.password == PASSWORD
-    assert engine.pool._pre_ping  # type: ignore[attr-defined]
     assert engine.pool.size() == settings.database_pool_size  # type: ignore[attr-defined]
     engine.dispose()
 
