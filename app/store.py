@@ -362,7 +362,9 @@ def record_turn(
     this runs once per turn of every running debate, and building and coercing a statement
     with twenty values costs more than SQLite takes to run it."""
     connection = session.connection()
-    last_seq = connection.execute(_TURN_SQL.last_seq, {"debate_id": debate_id}).scalar()
+    last_seq, existing = connection.execute(
+        _TURN_SQL.last_seq_and_earlier, {"debate_id": debate_id, "key": key}
+    ).one()
     values = {
         "seq": int(last_seq or 0) + 1,
         "role": role,
@@ -385,7 +387,6 @@ def record_turn(
         "finished_at": finished_at,
         "latency_ms": int((finished_at - started_at).total_seconds() * 1000),
     }
-    existing = connection.execute(_TURN_SQL.find, {"debate_id": debate_id, "key": key}).scalar()
     if existing is None:
         inserted = connection.execute(
             _TURN_SQL.insert, {"debate_id": debate_id, "key": key, **values}
@@ -416,11 +417,14 @@ class _TurnStatements:
         turns = Turn.__table__  # type: ignore[attr-defined]
         debates = Debate.__table__  # type: ignore[attr-defined]
         self.status = sql_select(debates.c.status).where(debates.c.id == bindparam("debate_id"))
-        self.last_seq = sql_select(func.max(turns.c.seq)).where(
-            turns.c.debate_id == bindparam("debate_id")
-        )
-        self.find = sql_select(turns.c.id).where(
-            turns.c.debate_id == bindparam("debate_id"), turns.c.key == bindparam("key")
+        # The debate's last turn number and the id of an earlier attempt at this turn's
+        # key, if any: one round trip, as both are read before every save.
+        of_debate = turns.c.debate_id == bindparam("debate_id")
+        self.last_seq_and_earlier = sql_select(
+            sql_select(func.max(turns.c.seq)).where(of_debate).scalar_subquery(),
+            sql_select(turns.c.id)
+            .where(of_debate, turns.c.key == bindparam("key"))
+            .scalar_subquery(),
         )
         # No ``values()``: the columns set are the parameters' names.
         self.insert = insert(turns).returning(turns.c.id)
