@@ -110,6 +110,23 @@ def database_failure(error: BaseException, settings: Settings | None = None) -> 
 
 
 @contextmanager
+def read_scope(engine: Engine) -> Iterator[Session]:
+    """A session that only reads. On PostgreSQL each of its statements runs on its own, so
+    reading costs no ``BEGIN`` and ``COMMIT`` round trips: under PostgreSQL's default
+    isolation (read committed) each statement of a transaction sees its own snapshot anyway.
+    On SQLite it is a transaction, whose snapshot the reads share at no cost."""
+    with Session(_reading(engine), expire_on_commit=False) as session:
+        yield session
+
+
+@lru_cache(maxsize=16)
+def _reading(engine: Engine) -> Engine:
+    if engine.dialect.name != "postgresql":
+        return engine
+    return engine.execution_options(isolation_level="AUTOCOMMIT")
+
+
+@contextmanager
 def session_scope(engine: Engine) -> Iterator[Session]:
     """A short unit of work: commit on success, roll back on error."""
     with Session(engine, expire_on_commit=False) as session:

@@ -21,7 +21,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app import debates, export, pricing, reruns, spending, store
 from app.context import MAX_CONTEXT_LINES
-from app.db import session_scope
+from app.db import read_scope
 from app.followups import FollowUpRefused, FollowUpRequest
 from app.formats import format_names, get_format
 from app.models import ACTIVE_STATUSES, DEBATE_STATUSES, Debate, Turn
@@ -169,7 +169,7 @@ async def create_from_form(
             return RedirectResponse(f"/debates/{debate.id}", status_code=303)
 
     def recent_rows() -> tuple[list[Any], dict[str, Total]]:
-        with session_scope(engine) as session:
+        with read_scope(engine) as session:
             recent, _ = store.list_debate_rows(session, per_page=RECENT_COUNT)
             return recent, row_costs(session, request, recent)
 
@@ -220,7 +220,7 @@ def history(
         return RedirectResponse(filters.url(1), status_code=302)
     # The session is opened here, not by a dependency: a generator dependency costs two more
     # trips to the thread pool, on the app's busiest page.
-    with session_scope(engine) as session:
+    with read_scope(engine) as session:
         rows, total = store.list_debate_rows(
             session,
             query=q.strip() or None,
@@ -302,7 +302,7 @@ async def debate_page(
     snapshot = await hub.snapshot(debate_id)
 
     def read_and_render() -> HTMLResponse:
-        with session_scope(engine) as session:
+        with read_scope(engine) as session:
             debate = store.get_debate(session, debate_id=debate_id)
             if debate is None:
                 raise HTTPException(404, f"No debate {debate_id}.")
@@ -531,7 +531,7 @@ def _finished(session: Any, debate_id: str) -> Debate:
 
 
 def _require(engine: Any, debate_id: str) -> None:
-    with session_scope(engine) as session:
+    with read_scope(engine) as session:
         _get(session, debate_id)
 
 
@@ -540,5 +540,5 @@ def _nothing() -> None:
 
 
 def _spec_of(engine: Any, debate_id: str) -> DebateSpec:
-    with session_scope(engine) as session:
+    with read_scope(engine) as session:
         return store.debate_spec(_get(session, debate_id))

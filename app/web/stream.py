@@ -43,7 +43,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app import store
 from app.bus import EventBus
-from app.db import session_scope
+from app.db import read_scope
 from app.event_types import (
     DeltaData,
     EndData,
@@ -95,7 +95,7 @@ def chosen_last_id(header: str | None, query: str | None) -> str | None:
 
 
 def _debate_status(engine: Engine, debate_id: str) -> DebateStatus:
-    with session_scope(engine) as session:
+    with read_scope(engine) as session:
         return _found(store.debate_status(session, debate_id=debate_id), debate_id)
 
 
@@ -269,7 +269,7 @@ class Fragments:
 
     def final_body(self) -> str:
         """The whole debate body from the database, swapped in for the live one."""
-        with session_scope(self._engine) as session:
+        with read_scope(self._engine) as session:
             debate = store.get_debate(session, debate_id=self._debate_id)
             if debate is None:
                 return ""
@@ -429,7 +429,7 @@ async def json_events(
 
 
 def _status_reason(engine: Engine, debate_id: str) -> str | None:
-    with session_scope(engine) as session:
+    with read_scope(engine) as session:
         debate = store.get_debate(session, debate_id=debate_id)
         return debate.status_reason if debate else None
 

@@ -38,7 +38,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from app import store
-from app.db import session_scope
+from app.db import read_scope
 from app.models import Debate, Turn
 from app.status import DebateStatus
 from app.web.view import (
@@ -119,7 +119,7 @@ class Timelines:
         return turn
 
     def _read_turn(self, debate_id: str, key: str) -> TurnView | None:
-        with session_scope(self._engine) as session:
+        with read_scope(self._engine) as session:
             row = session.exec(
                 select(Turn).where(Turn.debate_id == debate_id, Turn.key == key)
             ).first()
@@ -131,7 +131,7 @@ class Timelines:
         viewer's stream keeps it current. None when there is no such debate."""
         with self._lock:
             current = self._watchers.get(debate_id, 0) > 0 and debate_id in self._timelines
-        with session_scope(self._engine) as session:
+        with read_scope(self._engine) as session:
             if current:
                 status, timeline = store.debate_status(session, debate_id=debate_id), None
             else:
@@ -207,7 +207,7 @@ class Timelines:
             self._timelines.popitem(last=False)
 
     def _read(self, debate_id: str) -> Timeline | None:
-        with session_scope(self._engine) as session:
+        with read_scope(self._engine) as session:
             debate = store.get_debate(session, debate_id=debate_id)
             return _timeline_of(session, debate) if debate is not None else None
 
