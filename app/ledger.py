@@ -18,7 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from app import store
-from app.db import session_scope
+from app.db import read_scope, session_scope
 from app.endings import EndedEarly
 from app.leases import Fence
 from app.pricing import ModelUse
@@ -105,17 +105,17 @@ class Ledger:
             )
 
     def status(self, debate_id: str) -> DebateStatus | None:
-        with session_scope(self.engine) as session:
+        with read_scope(self.engine) as session:
             return store.debate_status(session, debate_id=debate_id)
 
     def tokens_used(self, debate_id: str) -> int:
-        with session_scope(self.engine) as session:
+        with read_scope(self.engine) as session:
             debate = store.get_debate(session, debate_id=debate_id)
             return (debate.input_tokens + debate.output_tokens) if debate else 0
 
     def tokens_by_model(self, debate_id: str) -> list[ModelUse]:
         """The debate's tokens per model so far: what its money budget is checked against."""
-        with session_scope(self.engine) as session:
+        with read_scope(self.engine) as session:
             return store.tokens_by_model(session, debate_ids=(debate_id,)).get(debate_id, [])
 
     def save_turn(self, debate_id: str, record: TurnRecord) -> SavedTurn:

@@ -23,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app import debates, pricing, readiness, reruns, spending, store
 from app.config import Settings
-from app.db import session_scope
+from app.db import read_scope
 from app.debates import DebateRequest
 from app.followups import FollowUpRefused, FollowUpRequest
 from app.formats import FormatName
@@ -455,7 +455,7 @@ async def rerun_debate(
 
 def _read_summary(engine: Any, debate_id: str, settings: Settings) -> DebateSummary:
     prices = pricing.price_table(settings.data_dir)
-    with session_scope(engine) as session:
+    with read_scope(engine) as session:
         debate = _get(session, debate_id)
         spent = spending.debate_total(session, prices=prices, debate_id=debate_id)
         return DebateSummary(**summary_of(debate, spent))
@@ -467,7 +467,7 @@ async def _summary(engine: Any, debate_id: str, settings: Settings) -> DebateSum
 
 async def _conflict(engine: Any, debate_id: str, what: str) -> NoReturn:
     def read() -> str:
-        with session_scope(engine) as session:
+        with read_scope(engine) as session:
             return _get(session, debate_id).status
 
     status = await run_in_threadpool(read)

@@ -23,7 +23,7 @@ from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
 from app import export, store
-from app.db import session_scope
+from app.db import read_scope
 from app.formats.judging import same_provider_warnings
 from app.formats.language import JAPANESE, detect_language
 from app.models import Debate, Turn
@@ -118,7 +118,7 @@ async def report_html(
     ] = False,
 ) -> HTMLResponse:
     def read_and_render() -> tuple[str, str]:
-        with session_scope(engine) as session:
+        with read_scope(engine) as session:
             debate = store.get_debate(session, debate_id=debate_id)
             if debate is None:
                 raise HTTPException(404, f"No debate {cut(debate_id)}.")

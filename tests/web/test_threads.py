@@ -118,7 +118,7 @@ def test_answers_to_cancels_read_the_debate_from_a_request_thread(
     fake_llm.set_default_token_delay(0.5)
     running = start_duel(client)
     seen = Concurrency()
-    monkeypatch.setattr(api, "session_scope", seen.wrap(api.session_scope))
+    monkeypatch.setattr(api, "read_scope", seen.wrap(api.read_scope))
 
     refused = client.post(f"/api/debates/{finished}/cancel")
     cancelled = client.post(f"/api/debates/{running}/cancel")
