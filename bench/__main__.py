@@ -2,8 +2,8 @@
 the figures beside their targets and write them to ``bench/results/<timestamp>.json``.
 
 ``--cluster W`` runs the same scenarios on two web nodes and W workers over PostgreSQL and
-Redis (``bench.cluster``); ``--compare`` first runs the latency scenario on the in-process
-stack too, so the table can set one beside the other.
+Redis (``bench.cluster``); ``--compare`` first runs the latency and lifecycle scenarios (those
+of them chosen) on the in-process stack too, so the table can set one beside the other.
 
 Everything listens on 127.0.0.1, every loop is bounded in count and in time, and the child
 processes are stopped however the run ends (Ctrl-C included).
@@ -34,11 +34,15 @@ from bench.stack import Stack, StackOptions
 if TYPE_CHECKING:
     from bench.cluster import ClusterOptions
 
-SCENARIOS = ("history", "overhead", "latency", "memory", "scale")
+SCENARIOS = ("history", "overhead", "latency", "lifecycle", "memory", "scale")
 # The latency scenario's providers: one token per wire event at 50 tokens/s from the first
 # byte, replies of 48 tokens (about one second each).
 LATENCY_PACE = Pace(first_token_delay=0.0, tokens_per_second=50.0, tokens_per_chunk=1)
 LATENCY_TOKENS = 48
+# The lifecycle scenario's providers: replies of three tokens sent at once, so that a
+# debate's cost besides its tokens is what is measured.
+LIFECYCLE_PACE = Pace(first_token_delay=0.0, tokens_per_second=1000.0, tokens_per_chunk=1)
+LIFECYCLE_TOKENS = 3
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
@@ -53,6 +57,8 @@ class Plan:
     latency_debates: int
     latency_viewers: int
     latency_window: float
+    lifecycle_debates: int
+    lifecycle_batches: int
     memory_debates: int
     memory_viewers: int
     scale_steps: tuple[int, ...]
@@ -69,6 +75,8 @@ FULL = Plan(
     latency_debates=50,
     latency_viewers=3,
     latency_window=20.0,
+    lifecycle_debates=50,
+    lifecycle_batches=4,
     memory_debates=100,
     memory_viewers=4,
     scale_steps=(25, 50, 100, 200, 300, 400, 500, 600),
@@ -84,6 +92,8 @@ QUICK = Plan(
     latency_debates=10,
     latency_viewers=3,
     latency_window=15.0,
+    lifecycle_debates=10,
+    lifecycle_batches=1,
     memory_debates=10,
     memory_viewers=3,
     scale_steps=(10, 25),
@@ -214,7 +224,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     cluster.add_argument(
         "--compare",
         action="store_true",
-        help="with --cluster: run the latency scenario on the in-process app first, to compare",
+        help="with --cluster: run the latency and lifecycle scenarios (those chosen) on the "
+        "in-process app first, to compare",
     )
     cluster.add_argument(
         "--worker-concurrency",
@@ -328,6 +339,24 @@ async def run(args: argparse.Namespace, plan: Plan, stack: Stack, stamp: str) ->
                 shape,
                 paces=dict.fromkeys(paces, LATENCY_PACE),
                 tokens=LATENCY_TOKENS,
+            )
+            await scenarios.app_idle(stack, http)
+        if "lifecycle" in chosen:
+            _say(
+                f"lifecycle: {plan.lifecycle_batches} batches of {plan.lifecycle_debates} "
+                f"one-round duels x {plan.latency_viewers} viewers, {LIFECYCLE_TOKENS}-token "
+                "replies"
+            )
+            result["lifecycle"] = await scenarios.lifecycle(
+                stack,
+                http,
+                watchers,
+                debates=plan.lifecycle_debates,
+                viewers=plan.latency_viewers,
+                batches=plan.lifecycle_batches,
+                paces=dict.fromkeys(paces, LIFECYCLE_PACE),
+                tokens=LIFECYCLE_TOKENS,
+                limit=120,
             )
             await scenarios.app_idle(stack, http)
         if "scale" in chosen:
@@ -460,17 +489,23 @@ def _cluster_options(args: argparse.Namespace, plan: Plan) -> ClusterOptions:
     )
 
 
-def _in_process_latency(
+COMPARED = ("latency", "lifecycle")
+
+
+def _in_process_comparison(
     args: argparse.Namespace, plan: Plan, options: StackOptions, stamp: str
 ) -> dict[str, Any]:
-    """The latency scenario on the in-process app (no stored history: it is not measured),
-    with the same plan, paces and tokens as the cluster run that follows."""
+    """The chosen scenarios of ``COMPARED`` on the in-process app (no stored history: it is
+    not measured), with the same plan, paces and tokens as the cluster run that follows."""
     stack = Stack(dataclasses.replace(options, history_debates=0))
-    only_latency = argparse.Namespace(**{**vars(args), "only": ["latency"]})
+    compared = [s for s in COMPARED if s in (args.only or SCENARIOS)]
+    if not compared:
+        return {}
+    only_compared = argparse.Namespace(**{**vars(args), "only": compared})
     try:
         _say("in-process app first, for comparison")
         stack.start()
-        return asyncio.run(run(only_latency, plan, stack, stamp))
+        return asyncio.run(run(only_compared, plan, stack, stamp))
     except Exception as error:
         _say(f"in-process comparison failed: {type(error).__name__}: {error}")
         return {"error": f"{type(error).__name__}: {error}"}
@@ -517,7 +552,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         if args.cluster and args.compare:
-            result["in_process"] = _in_process_latency(args, plan, options, stamp)
+            result["in_process"] = _in_process_comparison(args, plan, options, stamp)
         what = f"two web nodes and {args.cluster} worker(s)" if args.cluster else "the app"
         _say(f"starting the fake providers and {what} (data folder {stack.home})")
         stack.start()

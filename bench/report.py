@@ -158,6 +158,40 @@ def _cluster_rows(result: dict[str, Any], latency: dict[str, Any]) -> list[Row]:
     return out
 
 
+def _lifecycle_rows(life: dict[str, Any], in_process: dict[str, Any] | None) -> list[Row]:
+    """A debate's whole life in CPU: the app's processes, then the shared services; beside
+    the in-process app's figure when it was run to compare."""
+    shape = (
+        f"{life['debates_per_batch']} one-round duels at once x "
+        f"{life['viewers_per_debate']} viewers"
+    )
+    services = life.get("services_cpu_ms_per_debate") or {}
+    total = life["app_cpu_ms_per_debate"] + sum(services.values())
+    out = [
+        Row(f"lifecycle: how the debates ended, {shape}", _ends(life["stream_ends"])),
+        Row(
+            f"CPU ms per debate's life, app processes, {shape}", _fmt(life["app_cpu_ms_per_debate"])
+        ),
+    ]
+    out.extend(
+        Row(f"  {name}", _fmt(value))
+        for name, value in life["cpu_ms_per_debate_by_process"].items()
+    )
+    out.extend(Row(f"  {name} (the machine's)", _fmt(value)) for name, value in services.items())
+    out.append(Row("CPU ms per debate's life, app processes and services", _fmt(total)))
+    if in_process:
+        there = in_process["app_cpu_ms_per_debate"] + sum(
+            (in_process.get("services_cpu_ms_per_debate") or {}).values()
+        )
+        out.append(Row("  the same, in-process", _fmt(there)))
+        out.append(Row("  cluster minus in-process", _fmt(total - there)))
+    return out
+
+
+def _ends(ends: dict[str, int]) -> str:
+    return ", ".join(f"{count} {status}" for status, count in sorted(ends.items()))
+
+
 def rows(result: dict[str, Any]) -> list[Row]:
     out: list[Row] = []
     cluster = result.get("cluster")
@@ -276,6 +310,9 @@ def rows(result: dict[str, Any]) -> list[Row]:
                         f"{_fmt(sum(cost.web_cpu.values()) / cost.seconds)}",
                     )
                 )
+    life = result.get("lifecycle")
+    if life:
+        out.extend(_lifecycle_rows(life, (result.get("in_process") or {}).get("lifecycle")))
     mem = result.get("memory")
     if mem:
         out.append(Row("memory per running debate", _fmt(mem["kib_per_running_debate"], " KiB")))

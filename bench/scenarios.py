@@ -7,6 +7,8 @@
 - ``load``: N debates at once with M viewers each; token-to-viewer latency, app CPU per
   1,000 tokens, inside a measuring window after a warm-up; then every debate is cancelled.
 - ``memory``: the app's resident memory per running debate and per viewer.
+- ``lifecycle``: what one debate's whole life costs in CPU (started, watched, ended), by
+  process and shared service, with replies too short for streaming to count.
 """
 
 from __future__ import annotations
@@ -480,6 +482,105 @@ async def app_idle(stack: Stack, http: httpx.AsyncClient, *, limit: float = 60) 
             return True
         await asyncio.sleep(0.5)
     return False
+
+
+# -- a debate's whole life ---------------------------------------------------------------
+
+
+async def lifecycle(
+    stack: Stack,
+    http: httpx.AsyncClient,
+    watchers: aiohttp.ClientSession,
+    *,
+    debates: int,
+    viewers: int,
+    batches: int,
+    paces: dict[str, Pace],
+    tokens: int,
+    limit: float,
+) -> dict[str, Any]:
+    """CPU milliseconds per debate of batches of ``debates`` one-round duels started at
+    once, each watched to its end by ``viewers``. The replies are a few tokens sent at
+    once, so what is measured is what a debate costs besides its tokens: the POST, the
+    queue, the saves, opening and closing streams, the final pages and the report. One
+    batch first, unmeasured, for one-off costs (imports, pools, templates)."""
+    await script_paces(http, stack.fake_url, paces, tokens)
+    await _lifecycle_batch(stack, http, watchers, debates=debates, viewers=viewers, limit=limit)
+    parts0, services0 = stack.process_usages(), processes.services_cpu_seconds()
+    fake0, own0 = processes.usage(stack.fake_pid), processes.usage(os.getpid())
+    started = time.monotonic()
+    ends: Counter[str] = Counter()
+    for _ in range(batches):
+        ends.update(
+            await _lifecycle_batch(
+                stack, http, watchers, debates=debates, viewers=viewers, limit=limit
+            )
+        )
+    elapsed = time.monotonic() - started
+    parts1, services1 = stack.process_usages(), processes.services_cpu_seconds()
+    fake1, own1 = processes.usage(stack.fake_pid), processes.usage(os.getpid())
+    measured = debates * batches
+    by_process = processes.cpu_seconds_between(parts0, parts1)
+    by_service = {name: services1[name] - services0[name] for name in services0}
+
+    def per_debate(seconds: float) -> float:
+        return round(seconds * 1000 / measured, 1)
+
+    return {
+        "debates_per_batch": debates,
+        "viewers_per_debate": viewers,
+        "batches": batches,
+        "tokens_per_reply": tokens,
+        "seconds_per_batch": round(elapsed / batches, 2),
+        # How the measured debates' primary viewers saw them end ("completed" for each, or
+        # the measure is not of whole lives).
+        "stream_ends": dict(ends),
+        "app_cpu_ms_per_debate": per_debate(sum(by_process.values())),
+        "cpu_ms_per_debate_by_process": {k: per_debate(v) for k, v in by_process.items()},
+        # The machine's own PostgreSQL and Redis (a cluster's storage and events; an
+        # in-process app on SQLite uses neither).
+        "services_cpu_ms_per_debate": {k: per_debate(v) for k, v in by_service.items()},
+        "fake_cpu_ms_per_debate": per_debate(fake1.cpu_seconds - fake0.cpu_seconds),
+        "clients_cpu_ms_per_debate": per_debate(own1.cpu_seconds - own0.cpu_seconds),
+    }
+
+
+async def _lifecycle_batch(
+    stack: Stack,
+    http: httpx.AsyncClient,
+    watchers: aiohttp.ClientSession,
+    *,
+    debates: int,
+    viewers: int,
+    limit: float,
+) -> Counter[str]:
+    """Start ``debates`` duels at once, watch each with ``viewers`` until it ends; how the
+    primary viewers saw them end."""
+    samples = Samples(open=False)
+
+    async def one() -> list[ViewResult]:
+        debate_id = await _start_debate(http, stack, topic=_topic("lifecycle"), rounds=1)
+        return list(
+            await asyncio.gather(
+                *(
+                    watch(
+                        watchers,
+                        stack.viewer_url(debate_id),
+                        debate_id,
+                        samples,
+                        primary=viewer == 0,
+                        stream=stack.options.viewer_stream,
+                    )
+                    for viewer in range(viewers)
+                )
+            )
+        )
+
+    outcomes = await asyncio.wait_for(_bounded(debates, [one] * debates), limit)
+    return Counter(
+        repr(o) if isinstance(o, BaseException) else (o[0].end_status or o[0].error or "open")
+        for o in outcomes
+    )
 
 
 # -- memory ----------------------------------------------------------------------------------
