@@ -80,29 +80,29 @@ class Ledger:
         self._saving = threading.Lock()
 
     def start(self, debate_id: str) -> Start:
-        """Mark the debate running; what it asked for and what is already done."""
-        with session_scope(self.engine) as session:
-            running = True
-            if self.fence is None:
+        """Mark the debate running; what it asked for and what is already done.
+
+        Under a fence it only reads: taking the lease marked the debate running (a cancel
+        since then is left to stand), and a read needs no proof of the lease. A lease lost
+        meanwhile refuses the first write, and the fence keeps any event from going out."""
+        if self.fence is None:
+            with session_scope(self.engine) as session:
                 running = store.mark_running(session, debate_id=debate_id)
-                found = store.get_debate(session, debate_id=debate_id)
-                if found is None:
-                    raise LookupError(f"no debate {debate_id}")
-                debate = found
-            else:
-                # Taking the lease marked it running; a cancel since then is left to stand.
-                self.fence.check(session)
-                found = store.get_debate(session, debate_id=debate_id)
-                if found is None:
-                    raise LookupError(f"no debate {debate_id}")
-                debate = found
-            return Start(
-                spec=store.debate_spec(debate),
-                done=store.completed_turns(session, debate_id=debate_id),
-                token_budget=debate.token_budget,
-                running=running,
-                started_at=debate.started_at,
-            )
+                return self._start(session, debate_id, running=running)
+        with read_scope(self.engine) as session:
+            return self._start(session, debate_id, running=True)
+
+    def _start(self, session: Session, debate_id: str, *, running: bool) -> Start:
+        debate = store.get_debate(session, debate_id=debate_id)
+        if debate is None:
+            raise LookupError(f"no debate {debate_id}")
+        return Start(
+            spec=store.debate_spec(debate),
+            done=store.completed_turns(session, debate_id=debate_id),
+            token_budget=debate.token_budget,
+            running=running,
+            started_at=debate.started_at,
+        )
 
     def status(self, debate_id: str) -> DebateStatus | None:
         with read_scope(self.engine) as session:
@@ -156,10 +156,12 @@ class Ledger:
         its files can be exported again."""
         with session_scope(self.engine) as session:
             self._end(session, debate_id, DebateStatus.COMPLETED, outcome, None)
-            try:
-                write_debate_files(session, debate_id=debate_id, data_dir=data_dir, now=now)
-            except OSError as error:
-                return f"report files not written: {error}"
+            # The end and the files' paths go out as one UPDATE, at the commit.
+            with session.no_autoflush:
+                try:
+                    write_debate_files(session, debate_id=debate_id, data_dir=data_dir, now=now)
+                except OSError as error:
+                    return f"report files not written: {error}"
         return None
 
     def finish(
