@@ -26,10 +26,10 @@ from app.reports import write_debate_files
 from app.spec import CompletedTurn, DebateSpec, Outcome
 from app.status import DebateStatus
 from app.store import SavedTurn
-from app.threads import Lane
+from app.threads import BACKGROUND_NICENESS, Lane
 
 LEDGER_THREADS = 2
-ledger_lane = Lane("ledger", threads=LEDGER_THREADS)
+ledger_lane = Lane("ledger", threads=LEDGER_THREADS, niceness=BACKGROUND_NICENESS)
 
 
 @dataclass(frozen=True)

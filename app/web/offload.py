@@ -13,17 +13,20 @@ that second, what their viewers wait on, queued behind them. Alternate runs of `
 bench --cluster 1 --no-profile --only latency --stream-tap``, four each: the p99 of the
 worst second 446, 256, 282 and 279 ms with the thread of its own, 937, 818, 606 and 750 ms
 without.
+
+Both lanes, like the ledger's, run below the event loop's priority (``app.threads``): in a
+turnover the cores are full, and the live text is what must not wait.
 """
 
 from __future__ import annotations
 
-from app.threads import Lane
+from app.threads import BACKGROUND_NICENESS, Lane
 
 HEAVY_WORK_THREADS = 2
 FINAL_PAGE_THREADS = 1
 
-_heavy = Lane("heavy", threads=HEAVY_WORK_THREADS)
-_final_pages = Lane("final-pages", threads=FINAL_PAGE_THREADS)
+_heavy = Lane("heavy", threads=HEAVY_WORK_THREADS, niceness=BACKGROUND_NICENESS)
+_final_pages = Lane("final-pages", threads=FINAL_PAGE_THREADS, niceness=BACKGROUND_NICENESS)
 
 off_loop = _heavy.run
 final_page_off_loop = _final_pages.run
