@@ -20,7 +20,7 @@ import itertools
 import os
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -62,6 +62,27 @@ async def _start_debate(
         rounds=rounds,
         duel_providers=stack.options.duel_providers,
     )
+
+
+def _views(
+    stack: Stack,
+    watchers: aiohttp.ClientSession,
+    samples: Samples,
+    debate_id: str,
+    viewers: int,
+) -> list[Coroutine[Any, Any, ViewResult]]:
+    """A watch of the debate to its end for each of ``viewers``, the first its primary."""
+    return [
+        watch(
+            watchers,
+            stack.viewer_url(debate_id),
+            debate_id,
+            samples,
+            primary=viewer == 0,
+            stream=stack.options.viewer_stream,
+        )
+        for viewer in range(viewers)
+    ]
 
 
 async def _bounded(limit: int, jobs: list[Callable[[], Awaitable[T]]]) -> list[T | BaseException]:
@@ -274,17 +295,8 @@ async def load(
             http, stack, topic=_topic(f"load{shape.debates}"), rounds=shape.rounds
         )
         tasks = [
-            asyncio.create_task(
-                watch(
-                    watchers,
-                    stack.viewer_url(debate_id),
-                    debate_id,
-                    samples,
-                    primary=viewer == 0,
-                    stream=stack.options.viewer_stream,
-                )
-            )
-            for viewer in range(shape.viewers)
+            asyncio.create_task(view)
+            for view in _views(stack, watchers, samples, debate_id, shape.viewers)
         ]
         views.extend(tasks)
         primaries[debate_id] = tasks[0]
@@ -560,21 +572,7 @@ async def _lifecycle_batch(
 
     async def one() -> list[ViewResult]:
         debate_id = await _start_debate(http, stack, topic=_topic("lifecycle"), rounds=1)
-        return list(
-            await asyncio.gather(
-                *(
-                    watch(
-                        watchers,
-                        stack.viewer_url(debate_id),
-                        debate_id,
-                        samples,
-                        primary=viewer == 0,
-                        stream=stack.options.viewer_stream,
-                    )
-                    for viewer in range(viewers)
-                )
-            )
-        )
+        return list(await asyncio.gather(*_views(stack, watchers, samples, debate_id, viewers)))
 
     outcomes = await asyncio.wait_for(_bounded(debates, [one] * debates), limit)
     return Counter(
