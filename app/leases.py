@@ -10,8 +10,9 @@ which raises the token again.
 
 Every write a worker makes about a debate (a turn, its end) begins, in the same transaction,
 with ``hold``: an UPDATE of the debate's row on the condition that the token is still the
-worker's. The row lock it takes orders the write against any take-over: either the write
-commits before the new worker's token exists, or it finds the token changed and is refused
+worker's (for a turn, the same UPDATE adds the turn's tokens to the debate's totals). The
+row lock it takes orders the write against any take-over: either the write commits before
+the new worker's token exists, or it finds the token changed and is refused
 (``LeaseLost``). So a worker that was paused past its lease (SIGSTOP, a long GC pause, a
 network partition) and wakes up can write nothing; ``Fence`` also keeps it from publishing.
 """
@@ -35,6 +36,7 @@ from sqlmodel import Session
 from app.db import session_scope
 from app.models import ACTIVE_STATUSES, Debate
 from app.status import DebateStatus
+from app.store import DebateTotals
 from app.threads import Lane
 
 log = logging.getLogger(__name__)
@@ -126,14 +128,19 @@ def take(session: Session, *, debate_id: str, holder: str, seconds: float) -> Le
 
 @cache
 def _hold_statement(postgresql: bool) -> Any:
-    # Built once, on first use: every turn write of a worker runs it.
+    # Built once, on first use: every turn write of a worker runs it. It adds the turn's
+    # tokens to the debate's totals too (none for other writes): the lock and the lease's
+    # proof come with the update the turn needs anyway, in one round trip.
     statement = (
         update(_debates)
         .where(
             _debates.c.id == bindparam("debate_id"), _debates.c.lease_token == bindparam("token")
         )
-        .values(lease_token=_debates.c.lease_token)
-        .returning(_debates.c.status)
+        .values(
+            input_tokens=_debates.c.input_tokens + bindparam("more_input"),
+            output_tokens=_debates.c.output_tokens + bindparam("more_output"),
+        )
+        .returning(_debates.c.input_tokens, _debates.c.output_tokens, _debates.c.status)
     )
     if postgresql:
         # A worker frozen in the middle of this transaction would keep the row locked, and
@@ -149,16 +156,28 @@ def hold(session: Session, *, lease: Lease) -> str:
 
     Call first in the transaction of any write made under the lease. Raises ``LeaseLost``
     when another worker has taken the debate since."""
+    return str(hold_adding(session, lease=lease, input_tokens=0, output_tokens=0).status)
+
+
+def hold_adding(
+    session: Session, *, lease: Lease, input_tokens: int, output_tokens: int
+) -> DebateTotals:
+    """``hold``, adding a turn's tokens to the debate's totals in the same statement; the
+    totals and status after it (for ``store.record_turn``'s ``tokens_added``)."""
     connection = session.connection()
     postgresql = connection.dialect.name == "postgresql"
-    values: dict[str, Any] = {"debate_id": lease.debate_id, "token": lease.token}
+    values: dict[str, Any] = {
+        "debate_id": lease.debate_id,
+        "token": lease.token,
+        "more_input": input_tokens,
+        "more_output": output_tokens,
+    }
     if postgresql:
         values["idle_ms"] = str(max(int(lease.seconds * 1000), 1000))
-    status = connection.execute(_hold_statement(postgresql), values)
-    found = status.scalar()
-    if found is None:
+    row = connection.execute(_hold_statement(postgresql), values).first()
+    if row is None:
         raise LeaseLost(f"debate {lease.debate_id}: lease {lease.token} was taken over")
-    return str(found)
+    return DebateTotals(int(row[0]), int(row[1]), DebateStatus(row[2]))
 
 
 def renew(session: Session, *, lease: Lease) -> str | None:
@@ -228,8 +247,16 @@ class Fence:
 
     def check(self, session: Session) -> str:
         """``hold`` in the caller's transaction; remembers a loss."""
+        return str(self.check_adding(session, input_tokens=0, output_tokens=0).status)
+
+    def check_adding(
+        self, session: Session, *, input_tokens: int, output_tokens: int
+    ) -> DebateTotals:
+        """``hold_adding`` in the caller's transaction; remembers a loss."""
         try:
-            return hold(session, lease=self.lease)
+            return hold_adding(
+                session, lease=self.lease, input_tokens=input_tokens, output_tokens=output_tokens
+            )
         except LeaseLost:
             self.lost = True
             raise

@@ -121,8 +121,11 @@ class Ledger:
     def save_turn(self, debate_id: str, record: TurnRecord) -> SavedTurn:
         """Commit the turn; the debate's token totals after it."""
         with self._saving, session_scope(self.engine) as session:
-            if self.fence is not None:
-                self.fence.check(session)
+            added = None
+            if self.fence is not None:  # the lease's check adds the tokens, first
+                added = self.fence.check_adding(
+                    session, input_tokens=record.input_tokens, output_tokens=record.output_tokens
+                )
             saved = store.record_turn(
                 session,
                 debate_id=debate_id,
@@ -145,6 +148,7 @@ class Ledger:
                 started_at=record.started_at,
                 finished_at=record.finished_at,
                 ended_early=record.ended_early,
+                tokens_added=added,
             )
             return saved
 

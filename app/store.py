@@ -100,6 +100,16 @@ def seats_summary(spec: DebateSpec) -> str:
 
 
 @dataclass(frozen=True)
+class DebateTotals:
+    """A debate's token totals and status, as an ``UPDATE`` that added a turn's tokens
+    returned them."""
+
+    input_tokens: int
+    output_tokens: int
+    status: DebateStatus
+
+
+@dataclass(frozen=True)
 class SavedTurn:
     """A saved turn's id, and its debate's token totals and status after it (a cancel made
     while the turn ran shows here)."""
@@ -354,9 +364,12 @@ def record_turn(
     started_at: datetime,
     finished_at: datetime,
     ended_early: str | None = None,
+    tokens_added: DebateTotals | None = None,
 ) -> SavedTurn:
     """Save a finished turn, replacing an earlier failed attempt with the same key, and add
-    its tokens to the debate's totals.
+    its tokens to the debate's totals; unless the caller has added them in this transaction
+    already, and passes the totals it got back as ``tokens_added`` (a worker adds them with
+    its lease's check, ``app.leases.hold``, in the same statement).
 
     Core statements built once (``_TurnStatements``) and run on the session's connection:
     this runs once per turn of every running debate, and building and coercing a statement
@@ -395,18 +408,27 @@ def record_turn(
     else:
         connection.execute(_TURN_SQL.update, {"turn_id": existing, **values})
         turn_id = int(existing)
+    totals = tokens_added or _add_tokens(
+        connection, debate_id=debate_id, input_tokens=input_tokens, output_tokens=output_tokens
+    )
+    return SavedTurn(
+        turn_id=turn_id,
+        input_tokens=totals.input_tokens,
+        output_tokens=totals.output_tokens,
+        status=totals.status,
+    )
+
+
+def _add_tokens(
+    connection: Any, *, debate_id: str, input_tokens: int, output_tokens: int
+) -> DebateTotals:
     totals = connection.execute(
         _TURN_SQL.add_tokens,
         {"debate_id": debate_id, "more_input": input_tokens, "more_output": output_tokens},
     ).one_or_none()
     if totals is None:
         raise LookupError(f"no debate {debate_id}")
-    return SavedTurn(
-        turn_id=turn_id,
-        input_tokens=totals[0],
-        output_tokens=totals[1],
-        status=DebateStatus(totals[2]),
-    )
+    return DebateTotals(int(totals[0]), int(totals[1]), DebateStatus(totals[2]))
 
 
 class _TurnStatements:
@@ -588,6 +610,7 @@ def _require(session: Session, debate_id: str) -> Debate:
 
 __all__ = [
     "DebateActive",
+    "DebateTotals",
     "DeletedDebate",
     "active_debates",
     "add_followup",

@@ -1,6 +1,7 @@
-"""What a worker's debate asks of PostgreSQL besides its turns: its start only reads (taking
-the lease marked it running), and its end is one UPDATE that also records the report files'
-paths, after the fence's own lock."""
+"""What a worker's debate asks of PostgreSQL: its start only reads (taking the lease marked it
+running); a turn's save updates the debate's row once, the lease's check adding the turn's
+tokens; and its end is one UPDATE that also records the report files' paths, after the
+fence's own lock."""
 
 from __future__ import annotations
 
@@ -55,6 +56,32 @@ def test_a_fenced_start_only_reads_and_still_sees_the_saved_turns(pg_engine: Eng
     assert sent and all(statement.startswith("SELECT") for statement in sent), sent
 
 
+def test_a_fenced_turn_save_updates_the_debate_once_and_counts_its_tokens_once(
+    pg_engine: Engine,
+) -> None:
+    debate_id, ledger = fenced_ledger(pg_engine)
+    first = ledger.save_turn(debate_id, opening("first attempt"))
+
+    with statements_sent(pg_engine) as sent:
+        second = ledger.save_turn(debate_id, opening("second attempt, same key"))
+
+    updates = [statement for statement in sent if statement.startswith("UPDATE debate")]
+    assert len(updates) == 1, updates
+    assert "AND debate.lease_token = " in updates[0] and "input_tokens=" in updates[0]
+    record = opening("")
+    assert (first.input_tokens, first.output_tokens) == (record.input_tokens, record.output_tokens)
+    assert (second.input_tokens, second.output_tokens) == (
+        2 * record.input_tokens,
+        2 * record.output_tokens,
+    )
+    assert second.status == "running"
+    with read_scope(pg_engine) as session:
+        debate = store.get_debate(session, debate_id=debate_id)
+        turns = store.turns_of(session, debate_id=debate_id)
+    assert debate is not None and debate.input_tokens == second.input_tokens
+    assert [turn.text for turn in turns] == ["second attempt, same key"]
+
+
 def test_a_fenced_completion_writes_the_end_and_the_files_in_one_update(
     pg_engine: Engine, tmp_path: Path
 ) -> None:
@@ -72,7 +99,7 @@ def test_a_fenced_completion_writes_the_end_and_the_files_in_one_update(
     assert problem is None
     updates = [statement for statement in sent if statement.startswith("UPDATE debate")]
     assert len(updates) == 2, updates  # the fence's hold, then the end with the files
-    assert "lease_token=debate.lease_token" in updates[0]
+    assert "AND debate.lease_token = " in updates[0]
     assert "status=" in updates[1] and "outputs=" in updates[1]
     with read_scope(pg_engine) as session:
         debate = store.get_debate(session, debate_id=debate_id)
