@@ -408,9 +408,11 @@ def record_turn(
     else:
         connection.execute(_TURN_SQL.update, {"turn_id": existing, **values})
         turn_id = int(existing)
-    totals = tokens_added or _add_tokens(
-        connection, debate_id=debate_id, input_tokens=input_tokens, output_tokens=output_tokens
-    )
+    totals = tokens_added
+    if totals is None:
+        totals = _add_tokens(
+            connection, debate_id=debate_id, input_tokens=input_tokens, output_tokens=output_tokens
+        )
     return SavedTurn(
         turn_id=turn_id,
         input_tokens=totals.input_tokens,
