@@ -497,10 +497,10 @@ def _in_process_comparison(
 ) -> dict[str, Any]:
     """The chosen scenarios of ``COMPARED`` on the in-process app (no stored history: it is
     not measured), with the same plan, paces and tokens as the cluster run that follows."""
-    stack = Stack(dataclasses.replace(options, history_debates=0))
     compared = [s for s in COMPARED if s in (args.only or SCENARIOS)]
     if not compared:
         return {}
+    stack = Stack(dataclasses.replace(options, history_debates=0))
     only_compared = argparse.Namespace(**{**vars(args), "only": compared})
     try:
         _say("in-process app first, for comparison")

@@ -166,7 +166,7 @@ def _lifecycle_rows(life: dict[str, Any], in_process: dict[str, Any] | None) -> 
         f"{life['viewers_per_debate']} viewers"
     )
     services = life.get("services_cpu_ms_per_debate") or {}
-    total = life["app_cpu_ms_per_debate"] + sum(services.values())
+    total = _life_total(life)
     out = [
         Row(f"lifecycle: how the debates ended, {shape}", _ends(life["stream_ends"])),
         Row(
@@ -180,12 +180,16 @@ def _lifecycle_rows(life: dict[str, Any], in_process: dict[str, Any] | None) -> 
     out.extend(Row(f"  {name} (the machine's)", _fmt(value)) for name, value in services.items())
     out.append(Row("CPU ms per debate's life, app processes and services", _fmt(total)))
     if in_process:
-        there = in_process["app_cpu_ms_per_debate"] + sum(
-            (in_process.get("services_cpu_ms_per_debate") or {}).values()
-        )
+        there = _life_total(in_process)
         out.append(Row("  the same, in-process", _fmt(there)))
         out.append(Row("  cluster minus in-process", _fmt(total - there)))
     return out
+
+
+def _life_total(life: dict[str, Any]) -> float:
+    """CPU ms per debate of the app's processes and the shared services together."""
+    services = life.get("services_cpu_ms_per_debate") or {}
+    return float(life["app_cpu_ms_per_debate"] + sum(services.values()))
 
 
 def _ends(ends: dict[str, int]) -> str:
