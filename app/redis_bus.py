@@ -47,8 +47,11 @@ at fifty debates a read per debate was a round trip per debate for every window 
 text, a fifth of a web node's CPU. A read that found events is followed by the next only
 ``READ_SPACING_SECONDS`` (10 ms) after it began, so that one read brings every debate's
 events of that interval: back to back, with live text arriving from many debates at
-different instants, nearly every read brought one event. A debate joined while that read
-waits is added by a write to this process's own wake stream (``<prefix>wake:<bus id>``,
+different instants, nearly every read brought one event. A read that waited is answered
+with the one stream whose write woke it (Redis serves a blocked ``XREAD`` so), so a reply
+of one stream among several is followed at once by a read that does not wait: the rest of
+that write, other debates' events, comes now, not a spacing later. A debate joined while
+that read waits is added by a write to this process's own wake stream (``<prefix>wake:<bus id>``,
 also in the read), so the read returns at once and the next one includes it. The reader
 outlives a lost connection: it retries from each debate's last id. If the server lost its
 data meanwhile (restarted without persistence), it goes on with what is written next; only
@@ -605,21 +608,18 @@ class RedisBus:
                     del self._readers[debate_id]
                 if not self._readers:
                     return
-                asked = dict(self._readers)
-                streams: dict[KeyT, StreamIdT] = {
-                    self.stream_key(d): reader.cursor for d, reader in asked.items()
-                }
-                streams[self._wake_key] = self._wake_cursor
                 self._reads.begin()
                 try:
-                    reply: Any = await self._redis.xread(
-                        streams, count=READ_COUNT, block=READ_BLOCK_MS
-                    )
+                    reply = await self._read_once(block=True)
+                    if len(reply) == 1 and len(self._readers) > 1:
+                        # A blocked XREAD is answered with the one stream whose write woke
+                        # it; the rest of that write (other debates' events) is read at
+                        # once, not a spacing later.
+                        reply += await self._read_once(block=False)
                 except UNREACHABLE as error:
                     await outage.wait(error)
                     continue
                 outage.over()
-                self._hand_out_read(asked, reply or [])
                 if reply:
                     await self._reads.wait()
         finally:
@@ -628,6 +628,20 @@ class RedisBus:
                 for subscriber in list(reader.subscribers):
                     offer(reader.subscribers, subscriber, None)
             self._readers.clear()
+
+    async def _read_once(self, *, block: bool) -> list[Any]:
+        """One ``XREAD`` of every watched debate's stream and the wake stream, its events
+        handed out; the reply (empty when nothing came)."""
+        asked = dict(self._readers)
+        streams: dict[KeyT, StreamIdT] = {
+            self.stream_key(d): reader.cursor for d, reader in asked.items()
+        }
+        streams[self._wake_key] = self._wake_cursor
+        reply: Any = await self._redis.xread(
+            streams, count=READ_COUNT, block=READ_BLOCK_MS if block else None
+        )
+        self._hand_out_read(asked, reply or [])
+        return list(reply or [])
 
     def _hand_out_read(self, asked: dict[str, _Reader], reply: list[Any]) -> None:
         prefix = len(self._prefix)

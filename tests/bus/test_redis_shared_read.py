@@ -167,6 +167,34 @@ async def test_an_event_after_a_quiet_spell_is_read_at_once_not_after_the_spacin
         await writer.aclose()
 
 
+async def test_one_write_to_two_watched_debates_reaches_both_without_the_spacing(
+    throwaway_redis: ThrowawayRedis,
+) -> None:
+    """A blocked ``XREAD`` is answered with only the stream whose write woke it; the other
+    debate's event of the same write is read at once, not a spacing later."""
+    watcher = RedisBus(throwaway_redis.url, key_prefix="t:", read_spacing=2.0)
+    writer = RedisBus(throwaway_redis.url, key_prefix="t:")
+    try:
+        async with AsyncExitStack() as stack:
+            watched = {}
+            for debate_id in ("d1", "d2"):
+                writer.publish(debate_id, "status", {"status": "running"})
+            await writer.flush()
+            for debate_id in ("d1", "d2"):
+                watched[debate_id] = await watch(stack, watcher, debate_id)
+                assert (await next_event(watched[debate_id])).type == "status"
+            await asyncio.sleep(2.2)  # the spacing is over: the read waits in Redis
+            for debate_id in ("d1", "d2"):
+                writer.publish(debate_id, "delta", {"key": "k", "text": debate_id})
+            published = asyncio.get_running_loop().time()
+            for debate_id, events in watched.items():
+                assert (await next_event(events)).data["text"] == debate_id
+            assert asyncio.get_running_loop().time() - published < 1.0
+    finally:
+        await watcher.aclose()
+        await writer.aclose()
+
+
 async def xread_calls(client: redis.asyncio.Redis) -> int:
     stats = await client.info("commandstats")
     return int(stats.get("cmdstat_xread", {}).get("calls", 0))
