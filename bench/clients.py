@@ -49,19 +49,23 @@ def viewer_session(*, connections: int = 4000) -> aiohttp.ClientSession:
 
 @dataclass
 class Samples:
-    """Latency samples (seconds) kept only while ``open``, with when each was received;
-    counts of tokens seen."""
+    """Latency samples (seconds) kept only while ``open``, with when each was received and
+    how long its viewer had been connected by then; counts of tokens seen."""
 
     open: bool = True
     latencies: list[float] = field(default_factory=list)
     received: list[float] = field(default_factory=list)  # monotonic, one per latency
+    stream_ages: list[float] = field(default_factory=list)  # seconds connected, one per latency
     primary_tokens: int = 0  # tokens seen by the first viewer of each debate: each token once
 
-    def add(self, received: float, stamps: list[float], *, primary: bool) -> None:
+    def add(
+        self, received: float, stamps: list[float], *, primary: bool, connected_at: float
+    ) -> None:
         if not self.open:
             return
         self.latencies.extend(received - stamp for stamp in stamps)
         self.received.extend([received] * len(stamps))
+        self.stream_ages.extend([received - connected_at] * len(stamps))
         if primary:
             self.primary_tokens += len(stamps)
 
@@ -150,7 +154,7 @@ async def watch(
                 fresh = [s for s in stamps_in(before) if s not in seen]
                 seen.update(fresh)
                 live = [s for s in fresh if s >= result.connected_at]
-                samples.add(received, live, primary=primary)
+                samples.add(received, live, primary=primary, connected_at=result.connected_at)
                 if marker:
                     ending.append(after)
             if ending:

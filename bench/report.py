@@ -252,6 +252,15 @@ def rows(result: dict[str, Any]) -> list[Row]:
                     _fmt(max(by_second) if by_second else None, " ms"),
                 )
             )
+            if ages := latency.get("token_to_viewer_by_stream_age"):
+                out.append(
+                    Row(
+                        f"token->viewer p99, streams in their first {ages['young_seconds']:g} s"
+                        f" / older (share of the slowest 1% in the first), {shape}",
+                        f"{_fmt(ages['young_p99_ms'], ' ms')} / {_fmt(ages['older_p99_ms'], ' ms')}"
+                        f" ({_fmt(ages['young_share_of_slowest_1_percent'], '')})",
+                    )
+                )
         out.append(
             Row(
                 f"app GET /healthz p99 meanwhile (event-loop stalls), {shape}",

@@ -40,9 +40,20 @@ from bench.clients import (
 )
 from bench.fake_providers import Pace, recorded_requests, script_paces
 from bench.stack import Stack
-from bench.stats import batches, critical_path, latency_summary, ms, p99_by_second, percentile
+from bench.stats import (
+    batches,
+    by_stream_age,
+    critical_path,
+    latency_summary,
+    ms,
+    p99_by_second,
+    percentile,
+)
 
 T = TypeVar("T")
+# A stream this young belongs to a debate just started: its first round, while the turnover
+# that started it (every other debate's end and start) still has the cores.
+YOUNG_STREAM_SECONDS = 2.0
 _topics = itertools.count(1)
 
 
@@ -404,6 +415,11 @@ async def load(
         # turnover) set the p99.
         "token_to_viewer_p99_by_second_ms": p99_by_second(
             samples.received, samples.latencies, start=window_opened, seconds=shape.window
+        ),
+        # The same tokens split by their viewer's time connected: whether the p99 is the
+        # first seconds of debates just started, or every debate's.
+        "token_to_viewer_by_stream_age": by_stream_age(
+            samples.latencies, samples.stream_ages, young_seconds=YOUNG_STREAM_SECONDS
         ),
         "tokens_streamed_in_window": tokens_seen,
         "tokens_per_second": round(tokens_seen / elapsed, 1) if elapsed else None,

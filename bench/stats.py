@@ -42,6 +42,30 @@ def p99_by_second(
     return [ms(percentile(bucket, 99)) for bucket in buckets]
 
 
+def by_stream_age(
+    latencies: Sequence[float], ages: Sequence[float], *, young_seconds: float
+) -> dict[str, Any]:
+    """The latencies split by how long their viewer had been connected: the p99 of streams
+    younger than ``young_seconds`` (debates that have just started, whose first seconds
+    share the cores with every other debate's start and end) and of the older ones, and
+    what share of the slowest 1% of all samples the young streams hold."""
+    young = [lat for lat, age in zip(latencies, ages, strict=True) if age < young_seconds]
+    older = [lat for lat, age in zip(latencies, ages, strict=True) if age >= young_seconds]
+    slowest = sorted(zip(latencies, ages, strict=True), reverse=True)[: len(latencies) // 100]
+    return {
+        "young_seconds": young_seconds,
+        "young_samples": len(young),
+        "young_p99_ms": ms(percentile(young, 99)),
+        "older_samples": len(older),
+        "older_p99_ms": ms(percentile(older, 99)),
+        "young_share_of_slowest_1_percent": round(
+            sum(1 for _, age in slowest if age < young_seconds) / len(slowest), 3
+        )
+        if slowest
+        else None,
+    }
+
+
 def batches(calls: Sequence[tuple[float, float]]) -> list[list[tuple[float, float]]]:
     """Calls grouped into the batches that ran together: a call that starts before every
     call of the current batch has ended belongs to it (the runner starts a batch only after

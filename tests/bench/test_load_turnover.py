@@ -11,7 +11,7 @@ from bench import clients, scenarios
 from bench.__main__ import FULL, latency_shape, parse_args
 from bench.fake_providers import Pace
 from bench.stack import Stack, StackOptions
-from bench.stats import p99_by_second
+from bench.stats import by_stream_age, p99_by_second
 
 FAST = Pace(first_token_delay=0.05, tokens_per_second=100.0, tokens_per_chunk=1)
 TOKENS = 12
@@ -56,6 +56,10 @@ async def test_ended_debates_are_replaced_counted_and_the_rest_cancelled() -> No
     assert set(ends) <= {"completed", "cancelled"}, ends
     assert idle  # no queued or running debate left
     assert len(result["token_to_viewer_p99_by_second_ms"]) == 3
+    ages = result["token_to_viewer_by_stream_age"]
+    # Every sample is in one of the two parts; the replacements' streams are young ones.
+    assert ages["young_samples"] + ages["older_samples"] == result["token_to_viewer"]["samples"]
+    assert ages["young_samples"] > 0
     assert result["tokens_streamed_in_window"] > 0
 
 
@@ -65,6 +69,27 @@ def test_p99_by_second_buckets_samples_by_when_they_arrived() -> None:
     # 13.0 and 9.9 are outside a 3-second window from 10.0.
     assert p99_by_second(received, latencies, start=10.0, seconds=3.0) == [30.0, 20.0, 200.0]
     assert p99_by_second([], [], start=0.0, seconds=2.0) == [None, None]
+
+
+def test_samples_split_by_stream_age_say_where_the_slowest_tokens_are() -> None:
+    # 200 samples: 190 quick ones from old streams, 10 slow ones, 2 of them from streams
+    # younger than the split.
+    latencies = [0.05] * 190 + [0.3] * 8 + [0.4, 0.5]
+    ages = [10.0] * 190 + [5.0] * 8 + [0.5, 1.5]
+    split = by_stream_age(latencies, ages, young_seconds=2.0)
+    assert split["young_samples"] == 2 and split["older_samples"] == 198
+    assert split["young_p99_ms"] == 500.0
+    assert split["older_p99_ms"] == 300.0
+    # The slowest 1% (two samples) are both the young streams'.
+    assert split["young_share_of_slowest_1_percent"] == 1.0
+    assert by_stream_age([], [], young_seconds=2.0)["young_share_of_slowest_1_percent"] is None
+
+
+def test_samples_remember_how_long_their_viewer_had_been_connected() -> None:
+    samples = clients.Samples()
+    samples.add(12.0, [11.95, 11.9], primary=True, connected_at=10.5)
+    assert samples.stream_ages == [1.5, 1.5]
+    assert samples.latencies == pytest.approx([0.05, 0.1])
 
 
 @pytest.mark.parametrize(
