@@ -12,6 +12,7 @@ from bench.__main__ import FULL, latency_shape, parse_args
 from bench.fake_providers import Pace
 from bench.stack import Stack, StackOptions
 from bench.stats import by_stream_age, p99_by_second
+from tests.bench.test_cluster_figures import latency_step, row_value
 
 FAST = Pace(first_token_delay=0.05, tokens_per_second=100.0, tokens_per_chunk=1)
 TOKENS = 12
@@ -83,6 +84,25 @@ def test_samples_split_by_stream_age_say_where_the_slowest_tokens_are() -> None:
     # The slowest 1% (two samples) are both the young streams'.
     assert split["young_share_of_slowest_1_percent"] == 1.0
     assert by_stream_age([], [], young_seconds=2.0)["young_share_of_slowest_1_percent"] is None
+
+
+def test_the_report_shows_the_young_and_older_streams_p99_and_the_young_share() -> None:
+    split = {
+        "young_seconds": 2.0,
+        "young_p99_ms": 126.7,
+        "older_p99_ms": 70.2,
+        "young_share_of_slowest_1_percent": 0.845,
+    }
+    latency = latency_step(
+        debates_started=150,
+        debates_ended_in_window=100,
+        token_to_viewer_p99_by_second_ms=[68.0, 190.0],
+        token_to_viewer_by_stream_age=split,
+    )
+    value, verdict = row_value(
+        {"latency": latency}, "token->viewer p99, streams in their first 2 s"
+    )
+    assert (value, verdict) == ("126.7 ms / 70.2 ms (0.845)", "")
 
 
 def test_samples_remember_how_long_their_viewer_had_been_connected() -> None:
