@@ -124,6 +124,8 @@ def _cluster_rows(result: dict[str, Any], latency: dict[str, Any]) -> list[Row]:
                 f"{_fmt(stream.get('p50_ms'))} / {_fmt(stream.get('p99_ms'), ' ms')}",
             )
         )
+    if ages := latency.get("token_to_stream_by_stream_age"):
+        out.append(_by_age_row("token->Redis stream", ages, shape))
     cost = CpuCost.of(latency)
     if cost is None:
         return out
@@ -253,14 +255,7 @@ def rows(result: dict[str, Any]) -> list[Row]:
                 )
             )
             if ages := latency.get("token_to_viewer_by_stream_age"):
-                out.append(
-                    Row(
-                        f"token->viewer p99, streams in their first {ages['young_seconds']:g} s"
-                        f" / older (share of the slowest 1% in the first), {shape}",
-                        f"{_fmt(ages['young_p99_ms'], ' ms')} / {_fmt(ages['older_p99_ms'], ' ms')}"
-                        f" ({_fmt(ages['young_share_of_slowest_1_percent'], '')})",
-                    )
-                )
+                out.append(_by_age_row("token->viewer", ages, shape))
         out.append(
             Row(
                 f"app GET /healthz p99 meanwhile (event-loop stalls), {shape}",
@@ -363,3 +358,13 @@ def table(result: dict[str, Any]) -> str:
 def write_json(result: dict[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2, default=str) + "\n")
+
+
+def _by_age_row(what: str, ages: dict[str, Any], shape: str) -> Row:
+    """A latency's p99 of young and older streams (``bench.stats.by_stream_age``)."""
+    return Row(
+        f"{what} p99, streams in their first {ages['young_seconds']:g} s"
+        f" / older (share of the slowest 1% in the first), {shape}",
+        f"{_fmt(ages['young_p99_ms'], ' ms')} / {_fmt(ages['older_p99_ms'], ' ms')}"
+        f" ({_fmt(ages['young_share_of_slowest_1_percent'], '')})",
+    )

@@ -41,6 +41,7 @@ from bench.clients import (
 from bench.fake_providers import Pace, recorded_requests, script_paces
 from bench.stack import Stack
 from bench.stats import (
+    YOUNG_STREAM_SECONDS,
     batches,
     by_stream_age,
     critical_path,
@@ -51,9 +52,6 @@ from bench.stats import (
 )
 
 T = TypeVar("T")
-# A stream this young belongs to a debate just started: its first round, while the turnover
-# that started it (every other debate's end and start) still has the cores.
-YOUNG_STREAM_SECONDS = 2.0
 _topics = itertools.count(1)
 
 
@@ -410,6 +408,7 @@ async def load(
         # workers' side of the latency above), and what reading them took of the cores.
         "token_to_stream": (tapped or {}).get("token_to_stream"),
         "token_to_stream_p99_by_second_ms": (tapped or {}).get("token_to_stream_p99_by_second_ms"),
+        "token_to_stream_by_stream_age": (tapped or {}).get("token_to_stream_by_stream_age"),
         "stream_tap_cpu_utilisation": (tapped or {}).get("cpu_utilisation"),
         # The p99 of each second of the window: whether debates ending and starting (a
         # turnover) set the p99.

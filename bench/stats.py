@@ -42,6 +42,11 @@ def p99_by_second(
     return [ms(percentile(bucket, 99)) for bucket in buckets]
 
 
+# A stream this young belongs to a debate just started: its first round, while the turnover
+# that started it (every other debate's end and start) still has the cores.
+YOUNG_STREAM_SECONDS = 2.0
+
+
 def by_stream_age(
     latencies: Sequence[float], ages: Sequence[float], *, young_seconds: float
 ) -> dict[str, Any]:

@@ -28,7 +28,7 @@ import redis
 
 from bench import processes
 from bench.fake_providers import stamps_in
-from bench.stats import latency_summary, p99_by_second
+from bench.stats import YOUNG_STREAM_SECONDS, by_stream_age, latency_summary, p99_by_second
 
 DELTA = b"delta"
 # Debates started meanwhile are found by a scan of the prefix this often.
@@ -54,14 +54,25 @@ def written_at(entry_id: bytes, *, wall_minus_monotonic: float) -> float:
     return int(entry_id.partition(b"-")[0]) / 1000 - wall_minus_monotonic
 
 
+def first_entry_at(client: redis.Redis, key: str, *, wall_minus_monotonic: float) -> float:
+    """When the stream's first entry (its debate's first event) was written; now when the
+    stream is already gone."""
+    first = client.xrange(key, count=1)
+    if not first:
+        return time.monotonic()
+    return written_at(first[0][0], wall_minus_monotonic=wall_minus_monotonic)
+
+
 def tap(redis_url: str, prefix: str, seconds: float) -> dict[str, Any]:
     """Token->stream latencies of every delta written under ``prefix`` from now on, for
     ``seconds`` (the streams already there are read from their end, those found later from
     their start)."""
     client = redis.Redis.from_url(redis_url)
     positions: dict[str, str] = {}
+    started: dict[str, float] = {}  # each stream's first entry, on the stamps' clock
     latencies: list[float] = []
     arrivals: list[float] = []
+    ages: list[float] = []
     wall_minus_monotonic = time.time() - time.monotonic()
     began = time.monotonic()
     deadline = began + seconds
@@ -72,7 +83,11 @@ def tap(redis_url: str, prefix: str, seconds: float) -> dict[str, Any]:
             if now - scanned >= SCAN_SECONDS:
                 start = "0-0" if scanned else "$"
                 for key in debate_streams(client, prefix):
-                    positions.setdefault(key, start)
+                    if key not in positions:
+                        positions[key] = start
+                        started[key] = first_entry_at(
+                            client, key, wall_minus_monotonic=wall_minus_monotonic
+                        )
                 scanned = now
             if not positions:
                 time.sleep(READ_BLOCK_MS / 1000)
@@ -86,9 +101,11 @@ def tap(redis_url: str, prefix: str, seconds: float) -> dict[str, Any]:
                     arrived = written_at(entry_id, wall_minus_monotonic=wall_minus_monotonic)
                     if not began <= arrived < deadline:
                         continue
+                    age = arrived - started.get(key.decode(), arrived)
                     for stamp in stamps_in(fields[b"data"].decode()):
                         latencies.append(arrived - stamp)
                         arrivals.append(arrived)
+                        ages.append(age)
     finally:
         client.close()
     return {
@@ -96,6 +113,11 @@ def tap(redis_url: str, prefix: str, seconds: float) -> dict[str, Any]:
         "token_to_stream": latency_summary(latencies),
         "token_to_stream_p99_by_second_ms": p99_by_second(
             arrivals, latencies, start=began, seconds=seconds
+        ),
+        # Split by the time since the debate's first event: whether a turnover's new
+        # debates are slow already in the workers, before any web node reads them.
+        "token_to_stream_by_stream_age": by_stream_age(
+            latencies, ages, young_seconds=YOUNG_STREAM_SECONDS
         ),
         # The tap shares the cores with the app: what it took of them.
         "cpu_utilisation": round((time.process_time() - cpu_before) / seconds, 3),

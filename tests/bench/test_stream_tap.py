@@ -124,3 +124,45 @@ def test_the_tap_in_its_own_process_reports_what_it_read_in_its_window(
     latency = measured["token_to_stream"]
     assert 0 < latency["samples"] < written
     assert latency["p50_ms"] >= AGE_SECONDS * 1000 - 1
+
+
+def test_the_tap_splits_tokens_by_how_long_their_debate_has_run(
+    redis_prefix: str,  # noqa: F811  (the fixture imported above)
+) -> None:
+    client = redis.Redis.from_url(REDIS_URL)
+    # A debate whose first event Redis wrote five seconds ago (an explicit entry id, in the
+    # server's milliseconds), and one that starts while the tap reads.
+    server_ms = int(client.time()[0] * 1000)
+    older, young = f"{redis_prefix}0a0a0a0a", f"{redis_prefix}1b1b1b1b"
+    client.xadd(older, {"type": "status", "data": "{}"}, id=f"{server_ms - 5000}-0")
+    measured: dict[str, Any] = {}
+    reader = threading.Thread(
+        target=lambda: measured.update(tap(REDIS_URL, redis_prefix, TAP_SECONDS))
+    )
+    reader.start()
+    time.sleep(SCAN_SECONDS * 1.5)  # the tap has found the older stream
+    client.xadd(older, {"type": "delta", "data": stamped(age=0.1, tokens=60)})
+    client.xadd(young, {"type": "status", "data": "{}"})
+    client.xadd(young, {"type": "delta", "data": stamped(age=0.4, tokens=40)})
+    reader.join()
+    client.close()
+
+    ages = measured["token_to_stream_by_stream_age"]
+    assert (ages["young_samples"], ages["older_samples"]) == (40, 60)
+    assert 399 <= ages["young_p99_ms"] < 2000
+    assert 99 <= ages["older_p99_ms"] < ages["young_p99_ms"]
+    # The slowest of the hundred tokens is one of the young debate's.
+    assert ages["young_share_of_slowest_1_percent"] == 1.0
+
+
+def test_a_cluster_run_shows_the_workers_side_split_by_the_streams_age() -> None:
+    result = cluster_result(None)
+    result["latency"]["token_to_stream_by_stream_age"] = {
+        "young_seconds": 2.0,
+        "young_p99_ms": 92.1,
+        "older_p99_ms": 66.1,
+        "young_share_of_slowest_1_percent": 0.798,
+    }
+    found = [r for r in rows(result) if r.figure.startswith("token->Redis stream p99, streams")]
+    assert [r.value for r in found] == ["92.1 ms / 66.1 ms (0.798)"]
+    assert "first 2 s / older" in found[0].figure
