@@ -222,6 +222,20 @@ def _event(debate_id: str, entry_id: str, fields: dict[str, str]) -> Event:
     )
 
 
+def _event_position(event: Event) -> tuple[int, int]:
+    # A stream event's epoch is its entry's milliseconds: no need to format and parse its id.
+    return int(event.epoch), event.seq
+
+
+def _after(events: list[Event], event_id: str) -> list[Event]:
+    """The events (in stream order) that come after ``event_id``. Nearly always every one
+    of them: only the first is compared, the rest only when it does not come after."""
+    after = _position(event_id)
+    if not events or _event_position(events[0]) > after:
+        return events
+    return [event for event in events if _event_position(event) > after]
+
+
 def _through_end(events: list[Event]) -> list[Event] | None:
     """The events up to and including the first terminal one; None when there is none."""
     for index, event in enumerate(events):
@@ -520,8 +534,7 @@ class RedisBus:
                 yield gap
             while True:
                 batch, finished = drain(subscriber.queue, await subscriber.queue.get())
-                after = _position(position)
-                batch = [event for event in batch if _position(event.id) > after]
+                batch = _after(batch, position)
                 # Live events stop at the end, as with the in-memory hub, even when a
                 # resume's first events came in the same read.
                 ended = _through_end(batch)
