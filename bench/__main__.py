@@ -575,7 +575,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(table(result))
     print(
-        f"\n{result['machine']['cpus']} CPUs ({result['machine']['cpu_model']}); results in {path}"
+        f"\n{result['machine']['cpus']} CPUs ({result['machine']['cpu_model']}), the kernel's"
+        f" autogroup {result['machine']['sched_autogroup']}; results in {path}"
     )
     return 1 if "error" in result else 0
 

@@ -203,6 +203,21 @@ def python_child(pid: int) -> int:
     return next(iter(_child_pids(pid)), pid)
 
 
+# Linux's autogroup: when on, the scheduler shares the cores between sessions first (each
+# process the bench starts has a session of its own), then between a session's threads.
+AUTOGROUP = Path("/proc/sys/kernel/sched_autogroup_enabled")
+
+
+def autogroup(setting: Path = AUTOGROUP) -> str:
+    """Whether the kernel's autogroup is on: "on", "off", or "absent" (not Linux, or a kernel
+    built without it). It moves the cluster's figures: see ``bench/HISTORY.md``, 2026-12-06."""
+    try:
+        value = setting.read_text().strip()
+    except OSError:
+        return "absent"
+    return "off" if value == "0" else "on"
+
+
 def machine() -> dict[str, str]:
     cpu = "unknown"
     for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -219,4 +234,5 @@ def machine() -> dict[str, str]:
         "memory": f"{mem_kb / 1024 / 1024:.1f} GiB",
         "python": sys.version.split()[0],
         "load_average_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "sched_autogroup": autogroup(),
     }

@@ -56,3 +56,20 @@ def test_a_service_is_counted_by_the_command_name_of_its_processes(tmp_path: Pat
         after = processes.services_cpu_seconds()
     assert after["Redis"] - before["Redis"] >= spun - 0.05
     assert after["PostgreSQL"] - before["PostgreSQL"] < spun / 2
+
+
+def test_the_kernels_autogroup_is_read_as_on_off_or_absent(tmp_path: Path) -> None:
+    setting = tmp_path / "sched_autogroup_enabled"
+    setting.write_text("1\n")
+    assert processes.autogroup(setting) == "on"
+    setting.write_text("0\n")
+    assert processes.autogroup(setting) == "off"
+    assert processes.autogroup(tmp_path / "missing") == "absent"
+
+
+def test_the_machine_readings_say_whether_autogroup_is_on() -> None:
+    expected = processes.autogroup()
+    assert processes.machine()["sched_autogroup"] == expected
+    if processes.AUTOGROUP.exists():
+        on = processes.AUTOGROUP.read_text().strip() != "0"
+        assert expected == ("on" if on else "off")
