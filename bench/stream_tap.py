@@ -12,7 +12,10 @@ server's clock in milliseconds, on this machine), not the instant the tap read i
 finds the debates started meanwhile by a scan every ``SCAN_SECONDS`` and reads each from its
 first entry, so a new debate's first tokens are timed like the rest, however late the scan
 found them, and the tap's own delays are not counted. Only tokens written while the tap
-reads are counted.
+reads are counted. Each token's stream age is the time from its stream's first entry (its
+debate's first event) to the token's: split by it as the viewers' latencies are
+(``bench.stats.by_stream_age``), it shows whether a turnover's new debates are slow already
+in the workers.
 """
 
 from __future__ import annotations
