@@ -41,7 +41,6 @@ from bench.clients import (
 from bench.fake_providers import Pace, recorded_requests, script_paces
 from bench.stack import Stack
 from bench.stats import (
-    YOUNG_STREAM_SECONDS,
     batches,
     by_stream_age,
     critical_path,
@@ -417,9 +416,7 @@ async def load(
         ),
         # The same tokens split by their viewer's time connected: whether the p99 is the
         # first seconds of debates just started, or every debate's.
-        "token_to_viewer_by_stream_age": by_stream_age(
-            samples.latencies, samples.stream_ages, young_seconds=YOUNG_STREAM_SECONDS
-        ),
+        "token_to_viewer_by_stream_age": by_stream_age(samples.latencies, samples.stream_ages),
         "tokens_streamed_in_window": tokens_seen,
         "tokens_per_second": round(tokens_seen / elapsed, 1) if elapsed else None,
         # The app is the web process plus its provider worker (when it has one).

@@ -48,12 +48,16 @@ YOUNG_STREAM_SECONDS = 2.0
 
 
 def by_stream_age(
-    latencies: Sequence[float], ages: Sequence[float], *, young_seconds: float
+    latencies: Sequence[float],
+    ages: Sequence[float],
+    *,
+    young_seconds: float = YOUNG_STREAM_SECONDS,
 ) -> dict[str, Any]:
-    """The latencies split by how long their viewer had been connected: the p99 of streams
-    younger than ``young_seconds`` (debates that have just started, whose first seconds
-    share the cores with every other debate's start and end) and of the older ones, and
-    what share of the slowest 1% of all samples the young streams hold."""
+    """The latencies split by how long their stream had run (a viewer's time connected, or
+    the time since a debate's first event): the p99 of streams younger than
+    ``young_seconds`` (debates that have just started, whose first seconds share the cores
+    with every other debate's start and end) and of the older ones, and what share of the
+    slowest 1% of all samples the young streams hold."""
     young = [lat for lat, age in zip(latencies, ages, strict=True) if age < young_seconds]
     older = [lat for lat, age in zip(latencies, ages, strict=True) if age >= young_seconds]
     slowest = sorted(zip(latencies, ages, strict=True), reverse=True)[: len(latencies) // 100]

@@ -31,7 +31,7 @@ import redis
 
 from bench import processes
 from bench.fake_providers import stamps_in
-from bench.stats import YOUNG_STREAM_SECONDS, by_stream_age, latency_summary, p99_by_second
+from bench.stats import by_stream_age, latency_summary, p99_by_second
 
 DELTA = b"delta"
 # Debates started meanwhile are found by a scan of the prefix this often.
@@ -97,14 +97,15 @@ def tap(redis_url: str, prefix: str, seconds: float) -> dict[str, Any]:
                 continue
             reply = client.xread(positions, block=READ_BLOCK_MS)  # type: ignore[arg-type]
             for key, entries in reply or []:
+                name = key.decode()
                 for entry_id, fields in entries:
-                    positions[key.decode()] = entry_id.decode()
+                    positions[name] = entry_id.decode()
                     if fields.get(b"type") != DELTA:
                         continue
                     arrived = written_at(entry_id, wall_minus_monotonic=wall_minus_monotonic)
                     if not began <= arrived < deadline:
                         continue
-                    age = arrived - started.get(key.decode(), arrived)
+                    age = arrived - started[name]
                     for stamp in stamps_in(fields[b"data"].decode()):
                         latencies.append(arrived - stamp)
                         arrivals.append(arrived)
@@ -119,9 +120,7 @@ def tap(redis_url: str, prefix: str, seconds: float) -> dict[str, Any]:
         ),
         # Split by the time since the debate's first event: whether a turnover's new
         # debates are slow already in the workers, before any web node reads them.
-        "token_to_stream_by_stream_age": by_stream_age(
-            latencies, ages, young_seconds=YOUNG_STREAM_SECONDS
-        ),
+        "token_to_stream_by_stream_age": by_stream_age(latencies, ages),
         # The tap shares the cores with the app: what it took of them.
         "cpu_utilisation": round((time.process_time() - cpu_before) / seconds, 3),
     }
