@@ -1,7 +1,17 @@
-"""The runner's database work: short synchronous transactions, each run in a thread of
-``ledger_lane`` so the event loop that streams every debate never waits on SQLite. Two
-threads for every debate of the process: a few hundred turns a second, and no burst of
-writes (fifty debates ending at once) taking the interpreter from the loop (``app.threads``).
+"""The runner's database work: short synchronous transactions, each run in the thread of
+``ledger_lane`` so the event loop that streams every debate never waits on the database.
+
+One thread for every debate of the process. Its work is Python between round trips, and
+every thread that runs Python takes its turns of the interpreter lock from the loop that
+carries every debate's live text; debates in step (fifty duels whose turns end within the
+same few milliseconds) saved their turns two at a time, and the loop waited for both. One
+thread saves several hundred turns a second (a save on PostgreSQL is about 1.5 ms of a
+thread's CPU, ``bench/HISTORY.md``), and a burst (fifty debates ending and fifty
+starting at once) queues for it: the debates start a little later, their tokens do not wait.
+Alternate runs of ``python -m bench --cluster 1 --no-profile --only latency --history-debates
+0`` on a 2-core machine (``bench/HISTORY.md``, 2026-12-07): token-to-viewer p99 86–105 ms
+with one thread, 112–195 ms with two; in-process (``python -m bench --no-profile --only
+latency``) 80 and 91 ms against 113 and 124 ms.
 
 One method per thing the runner needs to know or record; each is one unit of work.
 """
@@ -28,7 +38,7 @@ from app.status import DebateStatus
 from app.store import SavedTurn
 from app.threads import BACKGROUND_NICENESS, Lane
 
-LEDGER_THREADS = 2
+LEDGER_THREADS = 1
 ledger_lane = Lane("ledger", threads=LEDGER_THREADS, niceness=BACKGROUND_NICENESS)
 
 
