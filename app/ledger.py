@@ -1,7 +1,7 @@
 """The runner's database work: short synchronous transactions, each run in the thread of
 ``ledger_lane`` so the event loop that streams every debate never waits on the database.
 
-One thread for every debate of the process. Its work is Python between round trips, and
+One thread, shared by every debate of the process. Its work is Python between round trips, and
 every thread that runs Python takes its turns of the interpreter lock from the loop that
 carries every debate's live text; debates in step (fifty duels whose turns end within the
 same few milliseconds) saved their turns two at a time, and the loop waited for both. One
@@ -85,8 +85,8 @@ class Ledger:
     def __init__(self, engine: Engine, fence: Fence | None = None) -> None:
         self.engine = engine
         self.fence = fence
-        # Parallel turns of one debate finish in different worker threads; a turn's ``seq``
-        # is "one more than the last", so saving is one at a time.
+        # A turn's ``seq`` is "one more than the last": parallel turns of one debate are
+        # saved one at a time, whatever thread (or however many) each save runs in.
         self._saving = threading.Lock()
 
     def start(self, debate_id: str) -> Start:
