@@ -28,7 +28,7 @@ from bench import clients, processes, scenarios
 from bench.clients import DUEL_PROVIDERS
 from bench.fake_providers import PROVIDERS, Pace, paces_from, parse_pace, realistic_paces
 from bench.hotspots import summarize
-from bench.report import table, write_json
+from bench.report import repeated_comparison, repeated_table, table, write_json
 from bench.stack import Stack, StackOptions
 
 if TYPE_CHECKING:
@@ -228,6 +228,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "in-process app first, to compare",
     )
     cluster.add_argument(
+        "--repeat",
+        type=_at_least_one,
+        default=1,
+        metavar="N",
+        help="with --compare: N pairs of runs (in-process, then the cluster), each with its own "
+        "results file; the Redis latency target is then judged on the median difference",
+    )
+    cluster.add_argument(
         "--worker-concurrency",
         type=_at_least_one,
         help="debates each worker runs at once (default: 1.25 x the largest step / W)",
@@ -244,7 +252,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="with --cluster: also time each token to its debate's Redis stream (the workers' "
         "side of the latency), from a reader of the bench's own that takes a little CPU",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.repeat > 1 and not (args.cluster and args.compare):
+        parser.error("--repeat needs --cluster and --compare: it repeats the comparison")
+    return args
 
 
 def duel_providers(text: str) -> tuple[str, str]:
@@ -516,7 +527,6 @@ def _in_process_comparison(
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     plan = QUICK if args.quick else FULL
-    stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
     options = StackOptions(
         paces=paces_from(args.pace, plan.default_paces),
         tokens=args.tokens or plan.tokens,
@@ -531,6 +541,30 @@ def main(argv: list[str] | None = None) -> int:
     )
     # SIGTERM ends the run like Ctrl-C: through the finally below, which stops the children.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    results: dict[str, dict[str, Any]] = {}
+    for number in range(1, args.repeat + 1):
+        if args.repeat > 1:
+            _say(f"pair {number} of {args.repeat}")
+        stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
+        result = _one_run(args, plan, options, stamp)
+        results[stamp] = result
+        if "error" in result:
+            return 1
+        if result.get("interrupted"):
+            return 0
+    if args.repeat > 1:
+        summary = repeated_comparison(results)
+        print()
+        print(repeated_table(summary))
+        write_json(summary, args.results_dir / f"{min(results)}-repeated.json")
+    return 0
+
+
+def _one_run(
+    args: argparse.Namespace, plan: Plan, options: StackOptions, stamp: str
+) -> dict[str, Any]:
+    """One run of the chosen scenarios (after the in-process comparison, with ``--compare``):
+    its table printed, its results written to ``<stamp>.json``."""
     result: dict[str, Any] = {
         "mode": "quick" if args.quick else "full",
         "started": stamp,
@@ -578,7 +612,7 @@ def main(argv: list[str] | None = None) -> int:
         f"\n{result['machine']['cpus']} CPUs ({result['machine']['cpu_model']}), the kernel's"
         f" autogroup {result['machine']['sched_autogroup']}; results in {path}"
     )
-    return 1 if "error" in result else 0
+    return result
 
 
 if __name__ == "__main__":

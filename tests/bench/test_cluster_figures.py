@@ -10,7 +10,7 @@ import pytest
 
 from bench.__main__ import parse_args
 from bench.cluster import worker_concurrency
-from bench.report import CpuCost, rows
+from bench.report import CpuCost, repeated_comparison, repeated_table, rows
 
 
 def latency_step(**overrides: Any) -> dict[str, Any]:
@@ -73,6 +73,37 @@ def test_redis_latency_passes_within_15_ms_of_the_in_process_figure() -> None:
     assert row_value(cluster_result(70.0), "token->viewer p99 through Redis") == ("20.0 ms", "MISS")
     figures = [r.figure for r in rows(cluster_result(None))]
     assert not any("through Redis" in figure for figure in figures)
+
+
+def test_repeated_comparisons_are_judged_on_the_median_difference() -> None:
+    # Cluster p99 90 ms each time; in-process 80, 50 and 85: differences 10, 40 and 5.
+    results = {f"run{n}": cluster_result(p99) for n, p99 in enumerate((80.0, 50.0, 85.0))}
+    summary = repeated_comparison(results)
+    assert [p["difference_ms"] for p in summary["pairs"]] == [10.0, 40.0, 5.0]
+    assert summary["median_difference_ms"] == 10.0
+    assert summary["pairs_within_target"] == 2
+    printed = repeated_table(summary)
+    assert "run1: 90.0 - 50.0 = 40.0 ms" in printed
+    assert "median difference of 3 pairs: 10.0 ms (target <= 15 ms: PASS; 2 of 3" in printed
+
+    results["run3"] = cluster_result(60.0)  # 30 ms: the median of 5, 10, 30, 40 is 20
+    assert "20.0 ms (target <= 15 ms: MISS; 2 of 4" in repeated_table(repeated_comparison(results))
+
+
+def test_a_pair_without_its_in_process_run_is_listed_but_not_counted() -> None:
+    summary = repeated_comparison({"a": cluster_result(None), "b": cluster_result(100.0)})
+    assert summary["pairs"][0]["difference_ms"] is None
+    assert summary["median_difference_ms"] == -10.0
+    assert "a: 90.0 - n/a = n/a" in repeated_table(summary)
+
+
+def test_repeat_needs_a_comparison_to_repeat(capsys: pytest.CaptureFixture[str]) -> None:
+    assert parse_args(["--cluster", "1", "--compare", "--repeat", "5"]).repeat == 5
+    assert parse_args([]).repeat == 1
+    for alone in (["--repeat", "3"], ["--cluster", "1", "--repeat", "3"]):
+        with pytest.raises(SystemExit):
+            parse_args(alone)
+        assert "--repeat needs --cluster and --compare" in capsys.readouterr().err
 
 
 def test_a_run_without_per_process_cpu_prints_no_cost_rows() -> None:
