@@ -546,18 +546,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.repeat > 1:
             _say(f"pair {number} of {args.repeat}")
         stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
-        result = _one_run(args, plan, options, stamp)
-        results[stamp] = result
-        if "error" in result:
-            return 1
-        if result.get("interrupted"):
-            return 0
-    if args.repeat > 1:
+        result = results[stamp] = _one_run(args, plan, options, stamp)
+        if "error" in result or result.get("interrupted"):
+            break
+    if args.repeat > 1:  # the pairs run so far, when one failed or was interrupted
         summary = repeated_comparison(results)
         print()
         print(repeated_table(summary))
         write_json(summary, args.results_dir / f"{min(results)}-repeated.json")
-    return 0
+    return 1 if any("error" in result for result in results.values()) else 0
 
 
 def _one_run(
