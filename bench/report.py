@@ -361,9 +361,12 @@ def table(result: dict[str, Any]) -> str:
 
 
 def _redis_extra_ms(result: dict[str, Any]) -> float | None:
-    """The cluster's token->viewer p99 minus the in-process app's (``--compare``); None when
-    either is missing."""
-    here, there = _p99s(result)
+    """The cluster's token->viewer p99 minus the in-process app's (``--compare``)."""
+    return _difference(*_p99s(result))
+
+
+def _difference(here: float | None, there: float | None) -> float | None:
+    """``here - there``; None when either is missing."""
     return None if here is None or there is None else round(here - there, 1)
 
 
@@ -390,7 +393,7 @@ def repeated_comparison(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
                 "results": stamp,
                 "cluster_p99_ms": cluster,
                 "in_process_p99_ms": in_process,
-                "difference_ms": _redis_extra_ms(result),
+                "difference_ms": _difference(cluster, in_process),
             }
         )
     differences = [p["difference_ms"] for p in pairs if p["difference_ms"] is not None]
