@@ -11,7 +11,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app import database_url as db_urls
@@ -171,7 +178,7 @@ class Settings(BaseSettings):
     @classmethod
     def _database_is_supported(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None and value.get_secret_value():
-            db_urls.backend_of(value.get_secret_value())
+            db_urls.check_readable(value.get_secret_value())
         return value
 
     @field_validator("redis_url", mode="after")
@@ -181,6 +188,7 @@ class Settings(BaseSettings):
             return None  # set but empty: events stay in this process
         if not value.get_secret_value().startswith(REDIS_SCHEMES):
             raise ValueError(f"ARGUE_REDIS_URL must start with {', '.join(REDIS_SCHEMES)}")
+        db_urls.check_redis_readable(value.get_secret_value())
         return value
 
     @model_validator(mode="after")
@@ -226,6 +234,46 @@ class Settings(BaseSettings):
         return db_urls.masked(self.sqlalchemy_url)
 
 
+class SettingsError(ValueError):
+    """Settings the environment gives that Argue refuses: one line per fault, each naming the
+    variable to change; never the value, which may be a secret."""
+
+
+def load_settings() -> Settings:
+    """Settings read from the environment now, refused with a ``SettingsError``."""
+    try:
+        return Settings()
+    except ValidationError as error:
+        raise SettingsError(_faults(error)) from None
+
+
+def _faults(error: ValidationError) -> str:
+    lines = []
+    for fault in error.errors(include_input=False, include_url=False):
+        message = str(fault["msg"]).removeprefix("Value error, ")
+        location = fault["loc"]
+        if not location:  # a rule across settings names its variables itself
+            lines.append(message)
+            continue
+        variable = variable_name(str(location[0]))
+        if message.startswith(variable):
+            lines.append(message)
+        else:
+            lines.append(f"{variable}: {message}")
+    return "\n".join(lines)
+
+
+def variable_name(field: str) -> str:
+    """The environment variable a setting is read from (an SDK's own name where it has one)."""
+    info = Settings.model_fields.get(field)
+    if info is None:
+        return field.upper()
+    alias = info.validation_alias
+    if isinstance(alias, AliasChoices) and isinstance(alias.choices[0], str):
+        return alias.choices[0]
+    return f"ARGUE_{field.upper()}"
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return Settings()
+    return load_settings()

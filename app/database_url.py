@@ -5,7 +5,9 @@ Argue runs on SQLite (``sqlite:///path``, the default, a file in the data folder
 PostgreSQL through psycopg 3. A PostgreSQL URL may be written the way PostgreSQL's own tools
 write it (``postgresql://`` or ``postgres://``) or with the driver named
 (``postgresql+psycopg://``); all three reach psycopg 3, never psycopg2. Any other scheme is
-refused. The password in a URL is a secret: ``masked`` is the only form to print or log.
+refused. The password in a URL is a secret: ``masked`` is the only form to print or log, and
+no error raised here quotes the URL (a password written without the ``@host`` after it reads
+as the port, and the parsers' own errors would quote it).
 """
 
 from __future__ import annotations
@@ -50,6 +52,30 @@ def backend_of(url: str) -> Backend:
     )
 
 
+def check_readable(url: str) -> None:
+    """Refuse a database URL SQLAlchemy cannot take apart, with a message that quotes none of
+    it; SQLAlchemy's own message would quote a port that is really the password."""
+    try:
+        make_url(for_sqlalchemy(url))
+    except (ArgumentError, ValueError):
+        raise DatabaseUrlError(
+            "ARGUE_DATABASE_URL cannot be read: its port is not a number, or it lacks a part "
+            "(a password needs the @host after it): expected "
+            "postgresql://user:password@host:5432/name"
+        ) from None
+
+
+def check_redis_readable(url: str) -> None:
+    """Refuse a Redis URL whose port redis-py could not read, quoting none of it."""
+    try:
+        _ = urlsplit(url).port  # read only for the ValueError it raises
+    except ValueError:
+        raise ValueError(
+            "ARGUE_REDIS_URL cannot be read: its port is not a number (a password needs the "
+            "@host after it): expected redis://[:password@]host:6379/0"
+        ) from None
+
+
 def for_sqlalchemy(url: str) -> str:
     """``url`` with the psycopg 3 driver named when it is a PostgreSQL URL."""
     if backend_of(url) == "sqlite":
@@ -71,5 +97,5 @@ def masked(url: str) -> str:
     """``url`` with its password replaced by ``***``: the form for messages and logs."""
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         return "(an unreadable database URL)"

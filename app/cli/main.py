@@ -74,7 +74,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"argue: {error}", file=sys.stderr)
         return 2
     except Exception as error:
+        # Imported only now: whatever raised a SettingsError has imported app.config already.
+        from app.config import SettingsError
         from app.db import database_failure
+
+        if isinstance(error, SettingsError):  # each refused variable: which one, and why
+            for fault in str(error).splitlines():
+                print(f"argue: {fault}", file=sys.stderr)
+            return 2
 
         failure = database_failure(error)  # the database down: one line, not a traceback
         if failure is None:
