@@ -86,6 +86,23 @@ def test_every_argue_command_is_a_real_subcommand_with_valid_arguments(
         build_parser(command[1:]).parse_args(command[1:])
 
 
+def test_only_services_that_serve_http_keep_the_images_http_health_check(
+    compose: dict[str, Any],
+) -> None:
+    probed = re.search(
+        r"^HEALTHCHECK .*?(\d+)/healthz", (ROOT / "Dockerfile").read_text(), re.S | re.M
+    )
+    assert probed is not None
+    port = probed.group(1)
+    for name, service in argue_services(compose).items():
+        command = service.get("command", dockerfile_command())
+        if command[:2] == ["argue", "serve"]:
+            assert command[command.index("--port") + 1] == port, name
+            assert "healthcheck" not in service, name
+        else:
+            assert service.get("healthcheck", {}).get("disable") is True, name
+
+
 def test_every_argue_variable_set_is_a_real_setting(compose: dict[str, Any]) -> None:
     known = setting_names()
     seen: set[str] = set()
