@@ -36,7 +36,7 @@ from sqlmodel import Session
 
 from app import pooled_connections, store
 from app.bus import EventBus
-from app.config import Settings
+from app.config import Settings, SettingsError
 from app.database_url import backend_of
 from app.db import session_scope
 from app.models import Debate, utcnow
@@ -52,7 +52,7 @@ CANCEL_WAIT_SECONDS = 3.0
 _debates: Any = Debate.__table__  # type: ignore[attr-defined]
 
 
-class QueueUnavailable(RuntimeError):
+class QueueUnavailable(SettingsError):
     """Workers mode asked for on a database that cannot hold the queue."""
 
 

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         )
         print(f"argue followup: {message}", file=sys.stderr)
         return 2
-    context = open_context()
+    context = open_context(runs_debates=True)
     with session_scope(context.engine) as session:
         try:
             debate = debate_named(session, args.id)

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         )
         print(f"argue rerun: --seat: {message}", file=sys.stderr)
         return 2
-    context = open_context()
+    context = open_context(runs_debates=True)
     with session_scope(context.engine) as session:
         try:
             original_id = resolve_debate_id(session, args.id)

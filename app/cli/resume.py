@@ -2,7 +2,8 @@
 
 The runner re-plans from the saved turns, so only the turns that never completed run again;
 the live view and the end report are ``argue run``'s. A debate still marked queued or
-running was interrupted (its process stopped); it is continued as it stands.
+running was interrupted (its process stopped); it is continued as it stands. With workers
+(``ARGUE_RUN_DEBATES=workers``) the resume goes to their queue and the terminal follows it.
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ def run(args: argparse.Namespace) -> int:
     from app import store
     from app.cli.lookup import UnknownDebate, debate_named
     from app.cli.run import finish, style_for
-    from app.cli.session import drive, open_context
+    from app.cli.session import drive, open_context, runs_in_workers
     from app.cli.terminal import TerminalView
     from app.db import session_scope
     from app.status import RESUMABLE_STATUSES
 
-    context = open_context()
+    context = open_context(runs_debates=True)
     with session_scope(context.engine) as session:
         try:
             debate = debate_named(session, args.id)
@@ -50,7 +51,10 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stderr if args.json else sys.stdout
     print(f"Resuming {debate_id} ({status}): {topic}", file=out)
     print(f"{done} completed turn(s) kept; only unfinished turns run again.", file=out)
-    if status in INTERRUPTED_STATUSES:
+    if status in INTERRUPTED_STATUSES and runs_in_workers(context.settings):
+        # Queued again: the queue's lock and the debate's lease let one worker run it.
+        print(f"Note: it is {status} in the workers' queue; following it here.", file=out)
+    elif status in INTERRUPTED_STATUSES:
         print(
             "Note: it was left "
             f"{status} by a process that stopped; if the web app is still running it, "

@@ -207,7 +207,7 @@ def start(request: DebateRequest, *, paths: Sequence[str], as_json: bool) -> int
     from app.pricing import price_table
     from app.providers.registry import provider_statuses
 
-    context = open_context()
+    context = open_context(runs_debates=True)
     files, skipped = read_context_files(paths)
     try:
         prepared = debates.prepare(

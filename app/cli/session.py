@@ -7,6 +7,10 @@ in how the debate is started. Ctrl-C is turned into a clean cancel: the debate i
 ``cancelled`` with its completed turns kept, the runner's task is cancelled, and the hub's
 ``end`` event lets the view finish. A view with a status line (a terminal that wants colour)
 is ticked each second, so the time it shows moves while a slow turn says nothing.
+
+With ``ARGUE_RUN_DEBATES=workers`` the terminal runs no debate itself, as a web node runs
+none: the debate goes to the workers' queue (where a lease keeps it from running twice), its
+live events are read from Redis like any viewer's, and Ctrl-C cancels it wherever it runs.
 """
 
 from __future__ import annotations
@@ -20,15 +24,15 @@ from typing import TYPE_CHECKING
 from sqlalchemy.engine import Engine
 
 from app import store
-from app.config import Settings
+from app.config import Settings, load_settings
 from app.db import get_engine, session_scope
 from app.migrate import migrate
 from app.providers.registry import close_providers
 from app.status import DebateStatus
 
 if TYPE_CHECKING:
+    from app.bus import EventBus
     from app.cli.terminal import TerminalView
-    from app.events import EventHub
     from app.jobs import JobManager
     from app.providers.base import Provider
     from app.spec import DebateSpec
@@ -40,10 +44,16 @@ class CliContext:
     engine: Engine
 
 
-def open_context() -> CliContext:
+def open_context(*, runs_debates: bool = False) -> CliContext:
     """Settings read now (not the cached ones: each command reads its environment once) and
-    the migrated database they point at."""
-    settings = Settings()
+    the migrated database they point at. For a command that ``runs_debates``, with workers,
+    a database that can hold their queue, or a ``QueueUnavailable`` before anything is
+    saved."""
+    settings = load_settings()
+    if runs_debates and runs_in_workers(settings):
+        from app.debate_queue import require_postgresql
+
+        require_postgresql(settings)
     engine = get_engine(settings)
     migrate(engine)
     return CliContext(settings=settings, engine=engine)
@@ -76,7 +86,10 @@ def drive(context: CliContext, debate_id: str, view: TerminalView, start: Starte
             raise LookupError(f"no debate {debate_id}")
         spec = store.debate_spec(debate)
     try:
-        providers = providers_for(spec, context.settings)
+        # With workers, the seats' providers are the workers' to reach.
+        providers = (
+            {} if runs_in_workers(context.settings) else providers_for(spec, context.settings)
+        )
         asyncio.run(_drive(context, debate_id, view, start, providers))
     except KeyboardInterrupt:
         # Ctrl-C before the loop took it over (or where it cannot): a debate left queued
@@ -112,16 +125,16 @@ async def _drive(
     start: Starter,
     providers: dict[str, Provider],
 ) -> None:
-    from app.bus import mirrored_from_settings
-    from app.events import EventHub
     from app.jobs import JobManager
 
-    hub = EventHub()
-    # With ARGUE_REDIS_URL set, web servers sharing the Redis server show this debate live.
-    bus = mirrored_from_settings(hub, context.settings)
+    watched, bus = _buses(context.settings)
     jobs = JobManager(
         engine=context.engine, hub=bus, providers=providers, settings=context.settings
     )
+    if runs_in_workers(context.settings):
+        from app.debate_queue import DebateQueue
+
+        jobs.queue = DebateQueue(engine=context.engine, bus=bus, settings=context.settings)
     interrupts: list[asyncio.Task[bool]] = []
 
     def on_interrupt() -> None:
@@ -133,11 +146,13 @@ async def _drive(
     handled = _install_sigint(loop, on_interrupt)
     ticker = asyncio.ensure_future(_tick(view)) if view.status_line else None
     try:
-        watcher = asyncio.ensure_future(_watch(hub, debate_id, view))
+        watcher = asyncio.ensure_future(_watch(context.settings, watched, jobs, debate_id, view))
         # Let the watcher subscribe first (it replays anyway, but this keeps the order plain).
         await asyncio.sleep(0)
         if not start(jobs):
-            hub.publish(debate_id, "end", {"status": "not started"})  # for this terminal only
+            watcher.cancel()
+            view.handle("end", {"status": "not started"})
+            return
         try:
             await watcher
         except asyncio.CancelledError:
@@ -157,8 +172,34 @@ async def _drive(
         await close_providers(providers)
 
 
-async def _watch(hub: EventHub, debate_id: str, view: TerminalView) -> None:
-    async for event in hub.subscribe(debate_id):
+def runs_in_workers(settings: Settings) -> bool:
+    return settings.run_debates == "workers"
+
+
+def _buses(settings: Settings) -> tuple[EventBus, EventBus]:
+    """The bus the terminal watches, and the one debates publish to. In this process: its
+    own memory, mirrored to Redis when ``ARGUE_REDIS_URL`` is set so that web servers sharing
+    it show the debate live. With workers: both are the workers' bus."""
+    from app.bus import bus_from_settings, mirrored_from_settings
+    from app.events import EventHub
+
+    if runs_in_workers(settings):
+        shared = bus_from_settings(settings)
+        return shared, shared
+    local = EventHub()
+    return local, mirrored_from_settings(local, settings)
+
+
+async def _watch(
+    settings: Settings, watched: EventBus, jobs: JobManager, debate_id: str, view: TerminalView
+) -> None:
+    if runs_in_workers(settings) and settings.redis_url is None:
+        # The workers' events stay in their own memory: only the end can be seen, in the
+        # database.
+        view.note("a worker runs it; with no ARGUE_REDIS_URL its live text is not seen here")
+        await jobs.wait(debate_id)
+        return
+    async for event in watched.subscribe(debate_id):
         view.handle(event.type, event.data)
 
 

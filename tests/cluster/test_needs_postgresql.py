@@ -1,6 +1,6 @@
 """Workers mode refuses, saying what to set, to start on a database that cannot hold the
-queue (SQLite, the default): ``argue worker`` and ``argue serve`` exit with a one-line reason,
-and a web app in workers mode does not start."""
+queue (SQLite, the default): ``argue worker``, ``argue serve`` and ``argue run`` exit with a
+one-line reason, and a web app in workers mode does not start."""
 
 from __future__ import annotations
 
@@ -40,6 +40,22 @@ def test_argue_serve_in_workers_mode_on_sqlite_says_it_needs_postgresql_without_
     assert error.startswith("argue serve: ARGUE_RUN_DEBATES=workers")
     assert "ARGUE_DATABASE_URL=postgresql://" in error
     assert "Traceback" not in error
+
+
+def test_argue_run_in_workers_mode_on_sqlite_says_it_needs_postgresql_and_saves_nothing(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("ARGUE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("ARGUE_RUN_DEBATES", "workers")
+
+    code = main(["run", "Tabs or spaces?", "--rounds", "1", "--seat", "claude=local"])
+
+    assert code == 2
+    printed = capsys.readouterr()
+    assert printed.err.startswith("argue: ARGUE_RUN_DEBATES=workers")
+    assert "ARGUE_DATABASE_URL=postgresql://" in printed.err
+    assert "Traceback" not in printed.err
+    assert not (tmp_path / "home" / "argue.db").exists()
 
 
 def test_a_web_node_in_workers_mode_on_sqlite_does_not_start(

@@ -1,0 +1,88 @@
+"""The command line with ``ARGUE_RUN_DEBATES=workers`` runs no debate itself, as a web node
+runs none: ``argue run`` queues its debate for the workers and shows it live from Redis, and
+``argue resume`` of a debate a worker is running follows it instead of running it a second
+time beside the worker (which would save its turns twice)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy.engine import Engine
+
+from app.cli.main import main
+from tests.bus.conftest import REDIS_URL
+from tests.cluster.conftest import WorkerProcess, debate_row, queue_jobs, turn_rows, wait_until
+from tests.cluster.test_workers import (
+    RUN_TIMEOUT,
+    assert_each_turn_saved_once,
+    start_duel,
+)
+from tests.fakes.llm_server import FakeLLMServer
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def _in_this_process(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+
+def _redis_of(env: dict[str, str]) -> dict[str, str]:
+    return {name: env[name] for name in ("ARGUE_REDIS_URL", "ARGUE_REDIS_KEY_PREFIX")}
+
+
+def test_argue_run_queues_its_debate_for_a_worker_and_shows_it_live(
+    node_env: dict[str, str],
+    workers: Callable[..., WorkerProcess],
+    pg_engine: Engine,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert node_env["ARGUE_REDIS_URL"] == REDIS_URL
+    worker = workers("alpha", env=_redis_of(node_env))
+    _in_this_process(monkeypatch, node_env)
+
+    code = main(["run", "Tabs or spaces for Python code", "--rounds", "1"])
+
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    [job] = queue_jobs(pg_engine)
+    debate_id = job["lock"]
+    assert f"took debate {debate_id}" in worker.log_text()
+    row = debate_row(pg_engine, debate_id)
+    assert row["status"] == "completed" and row["lease_token"] == 1
+    turns = turn_rows(pg_engine, debate_id)
+    assert turns and all(turn["status"] == "completed" for turn in turns)
+    for turn in turns:  # every turn's text reached the terminal, from the worker via Redis
+        assert turn["text"].strip()[:40] in printed.out
+
+
+def test_argue_resume_of_a_debate_a_worker_runs_follows_it_and_runs_nothing_twice(
+    node_env: dict[str, str],
+    web_node: Callable[[], TestClient],
+    workers: Callable[..., WorkerProcess],
+    pg_engine: Engine,
+    fake_llm: FakeLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake_llm.set_default_token_delay(0.05)
+    debate_id = start_duel(web_node())
+    workers("alpha", env=_redis_of(node_env))
+    wait_until(lambda: turn_rows(pg_engine, debate_id), timeout=RUN_TIMEOUT, what="a turn")
+    calls_before = len(fake_llm.requests)
+    _in_this_process(monkeypatch, node_env)
+
+    code = main(["resume", debate_id])
+
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert debate_row(pg_engine, debate_id)["status"] == "completed"
+    turns = turn_rows(pg_engine, debate_id)
+    assert_each_turn_saved_once(turns)
+    # At most one call per turn still to run when the resume began: none made twice.
+    saved_after = [turn for turn in turns if turn["seq"] > 1]
+    assert len(fake_llm.requests) - calls_before <= len(saved_after)
+    assert "in the workers' queue; following it here" in printed.out
