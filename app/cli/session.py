@@ -146,13 +146,18 @@ async def _drive(
     handled = _install_sigint(loop, on_interrupt)
     ticker = asyncio.ensure_future(_tick(view)) if view.status_line else None
     try:
-        watcher = asyncio.ensure_future(_watch(context.settings, watched, jobs, debate_id, view))
-        # Let the watcher subscribe first (it replays anyway, but this keeps the order plain).
-        await asyncio.sleep(0)
+        # The bus may keep the debate's earlier runs (Redis, with workers): the terminal
+        # shows only what follows them.
+        before = await watched.snapshot(debate_id)
         if not start(jobs):
-            watcher.cancel()
             view.handle("end", {"status": "not started"})
             return
+        # Subscribed once started: a subscription whose log ends with the earlier run's end
+        # would stop there. It replays what was published meanwhile.
+        earlier_end = before.last_id if before.ended else None
+        watcher = asyncio.ensure_future(
+            _watch(context.settings, watched, jobs, debate_id, view, after=earlier_end)
+        )
         try:
             await watcher
         except asyncio.CancelledError:
@@ -191,15 +196,26 @@ def _buses(settings: Settings) -> tuple[EventBus, EventBus]:
 
 
 async def _watch(
-    settings: Settings, watched: EventBus, jobs: JobManager, debate_id: str, view: TerminalView
+    settings: Settings,
+    watched: EventBus,
+    jobs: JobManager,
+    debate_id: str,
+    view: TerminalView,
+    *,
+    after: str | None,
 ) -> None:
+    """Show the debate's events, those through the event ``after`` skipped."""
     if runs_in_workers(settings) and settings.redis_url is None:
         # The workers' events stay in their own memory: only the end can be seen, in the
         # database.
         view.note("a worker runs it; with no ARGUE_REDIS_URL its live text is not seen here")
         await jobs.wait(debate_id)
         return
+    skipping = after is not None
     async for event in watched.subscribe(debate_id):
+        if skipping:
+            skipping = event.id != after
+            continue
         view.handle(event.type, event.data)
 
 

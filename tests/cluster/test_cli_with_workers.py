@@ -86,3 +86,38 @@ def test_argue_resume_of_a_debate_a_worker_runs_follows_it_and_runs_nothing_twic
     saved_after = [turn for turn in turns if turn["seq"] > 1]
     assert len(fake_llm.requests) - calls_before <= len(saved_after)
     assert "in the workers' queue; following it here" in printed.out
+
+
+def test_argue_resume_of_a_cancelled_debate_shows_the_new_run_live_and_not_the_old_one(
+    node_env: dict[str, str],
+    web_node: Callable[[], TestClient],
+    workers: Callable[..., WorkerProcess],
+    pg_engine: Engine,
+    fake_llm: FakeLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake_llm.set_default_token_delay(0.1)
+    client = web_node()
+    debate_id = start_duel(client)
+    worker = workers("alpha", env=_redis_of(node_env))
+    wait_until(lambda: turn_rows(pg_engine, debate_id), timeout=RUN_TIMEOUT, what="a turn")
+    assert client.post(f"/api/debates/{debate_id}/cancel").status_code == 200
+    worker.wait_for_log(f"stopped debate {debate_id}", timeout=10)
+    earlier = [turn["text"] for turn in turn_rows(pg_engine, debate_id)]
+    fake_llm.set_default_token_delay(0.0)
+    _in_this_process(monkeypatch, node_env)
+
+    code = main(["resume", debate_id])
+
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert debate_row(pg_engine, debate_id)["status"] == "completed"
+    turns = turn_rows(pg_engine, debate_id)
+    assert_each_turn_saved_once(turns)
+    resumed = [turn["text"] for turn in turns[len(earlier) :]]
+    assert resumed
+    for text in resumed:  # the resumed run, live from Redis
+        assert text.strip()[:40] in printed.out
+    for text in earlier:  # the run before the cancel is not shown again
+        assert text.strip()[:40] not in printed.out
