@@ -54,9 +54,11 @@ def backend_of(url: str) -> Backend:
 
 def check_readable(url: str) -> None:
     """Refuse a database URL SQLAlchemy cannot take apart, with a message that quotes none of
-    it; SQLAlchemy's own message would quote a port that is really the password."""
+    it; SQLAlchemy's own message would quote a port that is really the password. A scheme
+    Argue does not run on is refused first, by name."""
+    driven = for_sqlalchemy(url)
     try:
-        make_url(for_sqlalchemy(url))
+        make_url(driven)
     except (ArgumentError, ValueError):
         raise DatabaseUrlError(
             "ARGUE_DATABASE_URL cannot be read: its port is not a number, or it lacks a part "

@@ -80,6 +80,7 @@ def test_a_url_of_another_database_is_refused_without_quoting_it(
 
     message = str(refused.value)
     assert "ARGUE_DATABASE_URL" in message and "postgresql://" in message
+    assert "cannot be read" not in message  # the scheme is named as the fault
     assert "hunter2" not in message
 
 
