@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
+from urllib.parse import urlsplit
 
 from pydantic import (
     AliasChoices,
@@ -188,7 +189,15 @@ class Settings(BaseSettings):
             return None  # set but empty: events stay in this process
         if not value.get_secret_value().startswith(REDIS_SCHEMES):
             raise ValueError(f"ARGUE_REDIS_URL must start with {', '.join(REDIS_SCHEMES)}")
-        db_urls.check_redis_readable(value.get_secret_value())
+        try:
+            _ = urlsplit(value.get_secret_value()).port  # read for the ValueError only
+        except ValueError:
+            # Not the parser's message: a password written without the @host after it reads
+            # as the port, and that message would quote it.
+            raise ValueError(
+                "ARGUE_REDIS_URL cannot be read: its port is not a number (a password needs "
+                "the @host after it): expected redis://[:password@]host:6379/0"
+            ) from None
         return value
 
     @model_validator(mode="after")
@@ -229,6 +238,11 @@ class Settings(BaseSettings):
         return f"sqlite:///{self.data_dir / 'argue.db'}"
 
     @property
+    def runs_in_workers(self) -> bool:
+        """Whether ``argue worker`` processes run the debates (this process only enqueues)."""
+        return self.run_debates == "workers"
+
+    @property
     def database_label(self) -> str:
         """Where debates are kept, fit to print: the URL with its password masked."""
         return db_urls.masked(self.sqlalchemy_url)
@@ -255,7 +269,7 @@ def _faults(error: ValidationError) -> str:
         if not location:  # a rule across settings names its variables itself
             lines.append(message)
             continue
-        variable = variable_name(str(location[0]))
+        variable = _variable_name(str(location[0]))
         if message.startswith(variable):
             lines.append(message)
         else:
@@ -263,7 +277,7 @@ def _faults(error: ValidationError) -> str:
     return "\n".join(lines)
 
 
-def variable_name(field: str) -> str:
+def _variable_name(field: str) -> str:
     """The environment variable a setting is read from (an SDK's own name where it has one)."""
     info = Settings.model_fields.get(field)
     if info is None:

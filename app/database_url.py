@@ -67,17 +67,6 @@ def check_readable(url: str) -> None:
         ) from None
 
 
-def check_redis_readable(url: str) -> None:
-    """Refuse a Redis URL whose port redis-py could not read, quoting none of it."""
-    try:
-        _ = urlsplit(url).port  # read only for the ValueError it raises
-    except ValueError:
-        raise ValueError(
-            "ARGUE_REDIS_URL cannot be read: its port is not a number (a password needs the "
-            "@host after it): expected redis://[:password@]host:6379/0"
-        ) from None
-
-
 def for_sqlalchemy(url: str) -> str:
     """``url`` with the psycopg 3 driver named when it is a PostgreSQL URL."""
     if backend_of(url) == "sqlite":

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from app import store
     from app.cli.lookup import UnknownDebate, debate_named
     from app.cli.run import finish, style_for
-    from app.cli.session import drive, open_context, runs_in_workers
+    from app.cli.session import drive, open_context
     from app.cli.terminal import TerminalView
     from app.db import session_scope
     from app.status import RESUMABLE_STATUSES
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stderr if args.json else sys.stdout
     print(f"Resuming {debate_id} ({status}): {topic}", file=out)
     print(f"{done} completed turn(s) kept; only unfinished turns run again.", file=out)
-    if status in INTERRUPTED_STATUSES and runs_in_workers(context.settings):
+    if status in INTERRUPTED_STATUSES and context.settings.runs_in_workers:
         # Queued again: the queue's lock and the debate's lease let one worker run it.
         print(f"Note: it is {status} in the workers' queue; following it here.", file=out)
     elif status in INTERRUPTED_STATUSES:

@@ -106,7 +106,7 @@ def guarded(settings: Settings, host: str) -> Settings:
 def queue_reachable(settings: Settings) -> bool:
     """In workers mode, whether the database can hold the debate queue: said here in one
     line, before the server starts, rather than as the app's start-up traceback."""
-    if settings.run_debates != "workers":
+    if not settings.runs_in_workers:
         return True
     from app.debate_queue import QueueUnavailable, require_postgresql
 

@@ -50,7 +50,7 @@ def open_context(*, runs_debates: bool = False) -> CliContext:
     a database that can hold their queue, or a ``QueueUnavailable`` before anything is
     saved."""
     settings = load_settings()
-    if runs_debates and runs_in_workers(settings):
+    if runs_debates and settings.runs_in_workers:
         from app.debate_queue import require_postgresql
 
         require_postgresql(settings)
@@ -88,7 +88,7 @@ def drive(context: CliContext, debate_id: str, view: TerminalView, start: Starte
     try:
         # With workers, the seats' providers are the workers' to reach.
         providers = (
-            {} if runs_in_workers(context.settings) else providers_for(spec, context.settings)
+            {} if context.settings.runs_in_workers else providers_for(spec, context.settings)
         )
         asyncio.run(_drive(context, debate_id, view, start, providers))
     except KeyboardInterrupt:
@@ -131,7 +131,7 @@ async def _drive(
     jobs = JobManager(
         engine=context.engine, hub=bus, providers=providers, settings=context.settings
     )
-    if runs_in_workers(context.settings):
+    if context.settings.runs_in_workers:
         from app.debate_queue import DebateQueue
 
         jobs.queue = DebateQueue(engine=context.engine, bus=bus, settings=context.settings)
@@ -152,12 +152,16 @@ async def _drive(
         if not start(jobs):
             view.handle("end", {"status": "not started"})
             return
-        # Subscribed once started: a subscription whose log ends with the earlier run's end
-        # would stop there. It replays what was published meanwhile.
-        earlier_end = before.last_id if before.ended else None
-        watcher = asyncio.ensure_future(
-            _watch(context.settings, watched, jobs, debate_id, view, after=earlier_end)
-        )
+        if context.settings.runs_in_workers and context.settings.redis_url is None:
+            # The workers' events stay in their own memory: only the end can be seen, in
+            # the database.
+            view.note("a worker runs it; with no ARGUE_REDIS_URL its live text is not seen here")
+            watcher = asyncio.ensure_future(jobs.wait(debate_id))
+        else:
+            # Subscribed once started: a subscription whose log ends with the earlier run's
+            # end would stop there. It replays what was published meanwhile.
+            earlier_end = before.last_id if before.ended else None
+            watcher = asyncio.ensure_future(_watch(watched, debate_id, view, after=earlier_end))
         try:
             await watcher
         except asyncio.CancelledError:
@@ -177,10 +181,6 @@ async def _drive(
         await close_providers(providers)
 
 
-def runs_in_workers(settings: Settings) -> bool:
-    return settings.run_debates == "workers"
-
-
 def _buses(settings: Settings) -> tuple[EventBus, EventBus]:
     """The bus the terminal watches, and the one debates publish to. In this process: its
     own memory, mirrored to Redis when ``ARGUE_REDIS_URL`` is set so that web servers sharing
@@ -188,7 +188,7 @@ def _buses(settings: Settings) -> tuple[EventBus, EventBus]:
     from app.bus import bus_from_settings, mirrored_from_settings
     from app.events import EventHub
 
-    if runs_in_workers(settings):
+    if settings.runs_in_workers:
         shared = bus_from_settings(settings)
         return shared, shared
     local = EventHub()
@@ -196,21 +196,9 @@ def _buses(settings: Settings) -> tuple[EventBus, EventBus]:
 
 
 async def _watch(
-    settings: Settings,
-    watched: EventBus,
-    jobs: JobManager,
-    debate_id: str,
-    view: TerminalView,
-    *,
-    after: str | None,
+    watched: EventBus, debate_id: str, view: TerminalView, *, after: str | None
 ) -> None:
     """Show the debate's events, those through the event ``after`` skipped."""
-    if runs_in_workers(settings) and settings.redis_url is None:
-        # The workers' events stay in their own memory: only the end can be seen, in the
-        # database.
-        view.note("a worker runs it; with no ARGUE_REDIS_URL its live text is not seen here")
-        await jobs.wait(debate_id)
-        return
     skipping = after is not None
     async for event in watched.subscribe(debate_id):
         if skipping:

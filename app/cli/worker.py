@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if concurrency < 1:
         print("argue worker: --concurrency must be 1 or more", file=sys.stderr)
         return 2
-    if settings.run_debates != "workers":
+    if not settings.runs_in_workers:
         logging.getLogger(__name__).warning(
             "ARGUE_RUN_DEBATES is not 'workers' here: web nodes set so run their debates "
             "themselves and enqueue nothing for this worker"

@@ -82,11 +82,11 @@ def create_app(
         migrate(engine)
         chosen = dict(providers) if providers is not None else available_providers(settings)
         worker: ProviderWorker | None = None
-        if provider_worker_wanted(settings, runs_debates=settings.run_debates == "in-process"):
+        if provider_worker_wanted(settings, runs_debates=not settings.runs_in_workers):
             chosen, worker = await moved_to_worker(chosen, settings)
         hub = bus_from_settings(settings)
         jobs = JobManager(engine=engine, hub=hub, providers=chosen, settings=settings)
-        if settings.run_debates == "workers":
+        if settings.runs_in_workers:
             # Debates run in `argue worker` processes; this node only enqueues, and resumes
             # nothing at start-up (a dead worker's debates are the queue's to recover).
             from app.debate_queue import DebateQueue
@@ -102,7 +102,7 @@ def create_app(
             _warm_up,
             app.state.templates,
             local="local" in chosen,
-            runs_debates=settings.run_debates == "in-process",
+            runs_debates=not settings.runs_in_workers,
         )
         if worker is not None:
             await worker.wait_ready()
