@@ -92,6 +92,20 @@ def can_be_stored(text: str) -> bool:
     return "\x00" not in text
 
 
+# The longest topic search that is run. SQLite refuses a LIKE pattern over 50,000 bytes ("LIKE
+# or GLOB pattern too complex", which read as the database failing), and a search this long is
+# a paste gone wrong, not words someone looks for.
+MAX_SEARCH_CHARS = 500
+
+
+def search_refusal(query: str) -> str | None:
+    """Why ``query`` is not run as a topic search, in words for whoever typed it; None when it
+    can be run."""
+    if len(query) > MAX_SEARCH_CHARS:
+        return f"A search is at most {MAX_SEARCH_CHARS} characters; this one has {len(query):,}."
+    return None
+
+
 def seats_summary(spec: DebateSpec) -> str:
     return ", ".join(
         f"{seat.label}: {seat.provider}{':' + seat.model if seat.model else ''}"
@@ -257,6 +271,8 @@ def list_debate_rows(
 def _debate_filters(
     *, query: str | None, format: str | None, status: str | None
 ) -> list[ColumnElement[bool]]:
+    if query and (refusal := search_refusal(query)):
+        raise ValueError(refusal)
     conditions: list[ColumnElement[bool]] = []
     if query and not can_be_stored(query):
         conditions.append(false())  # no saved topic holds what cannot be saved

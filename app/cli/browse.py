@@ -55,6 +55,9 @@ def run_list(args: argparse.Namespace) -> int:
     if args.limit < 1:
         print("argue list: --limit must be at least 1", file=sys.stderr)
         return 2
+    if args.query and (refusal := store.search_refusal(args.query)):
+        print(f"argue list: --query: {refusal}", file=sys.stderr)
+        return 2
     context = open_context()
     with session_scope(context.engine) as session:
         debates, total = store.list_debates(

@@ -309,7 +309,9 @@ async def start_debate(
 def list_debates(
     session: SessionDep,
     settings: SettingsDep,
-    q: Annotated[str | None, Query(max_length=500, description="Words in the topic.")] = None,
+    q: Annotated[
+        str | None, Query(max_length=store.MAX_SEARCH_CHARS, description="Words in the topic.")
+    ] = None,
     format: FormatName | None = None,
     status: DebateStatus | None = None,
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,

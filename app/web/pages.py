@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
@@ -215,6 +216,10 @@ def history(
     chosen_format = format if format in format_names() else ""
     chosen_status = status if status in DEBATE_STATUSES else ""
     filters = HistoryFilters(q=q, format=chosen_format, status=chosen_status)
+    query = q.strip()
+    if refusal := store.search_refusal(query):
+        # Shown with no debates, the search kept in its box to be shortened.
+        return _history_page(request, templates, filters, HistoryPage(), search_error=refusal)
     number = page_number(page)
     if number is None:
         return RedirectResponse(filters.url(1), status_code=302)
@@ -223,7 +228,7 @@ def history(
     with read_scope(engine) as session:
         rows, total = store.list_debate_rows(
             session,
-            query=q.strip() or None,
+            query=query or None,
             format=chosen_format or None,
             status=chosen_status or None,
             page=min(number, MAX_PAGE),
@@ -233,21 +238,47 @@ def history(
     pages = max(1, math.ceil(total / PER_PAGE))
     if number > pages:
         return RedirectResponse(filters.url(pages), status_code=302)
+    shown = HistoryPage(rows=rows, total=total, page=number, pages=pages, costs=costs)
+    return _history_page(request, templates, filters, shown, notice=deleted_notice(deleted))
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    """One page of the history's table."""
+
+    rows: Sequence[Any] = ()
+    total: int = 0
+    page: int = 1
+    pages: int = 1
+    costs: dict[str, Total] = field(default_factory=dict)
+
+
+def _history_page(
+    request: Request,
+    templates: Jinja2Templates,
+    filters: HistoryFilters,
+    shown: HistoryPage,
+    *,
+    notice: str | None = None,
+    search_error: str | None = None,
+) -> Response:
     context = {
-        "debates": rows,
-        "total": total,
-        "page": number,
-        "pages": pages,
-        "q": q,
-        "format": chosen_format,
-        "status": chosen_status,
+        "debates": shown.rows,
+        "total": shown.total,
+        "page": shown.page,
+        "pages": shown.pages,
+        "q": filters.q,
+        "format": filters.format,
+        "status": filters.status,
         "formats": format_names(),
         "statuses": DEBATE_STATUSES,
         "page_url": filters.url,
-        "notice": deleted_notice(deleted),
-        "costs": costs,
+        "notice": notice,
+        "search_error": search_error,
+        "costs": shown.costs,
     }
-    return templates.TemplateResponse(request, "list.html", context)
+    status_code = 422 if search_error else 200
+    return templates.TemplateResponse(request, "list.html", context, status_code=status_code)
 
 
 def deleted_notice(debate_id: str) -> str | None:

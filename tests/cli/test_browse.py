@@ -56,6 +56,22 @@ def test_list_filters_by_status_text_and_limit(
     assert argue("list", "--format", "panel").out.strip() == "No debates match."
 
 
+def test_list_refuses_a_search_too_long_to_run_in_one_line(
+    fake: FakeLLMServer, argue: Argue
+) -> None:
+    script_agreement(fake)
+    _run(argue, "Is SQLite enough?", "--rounds", "1")
+
+    result = argue("list", "-q", "x" * 60_000)
+
+    assert result.code == 2
+    assert result.err.strip() == (
+        "argue list: --query: A search is at most 500 characters; this one has 60,000."
+    )
+    assert result.out == ""
+    assert argue("list", "-q", "sqlite " + "x" * 493).out.strip() == "No debates match."
+
+
 def test_list_with_no_debates_says_how_to_start_one(argue: Argue) -> None:
     result = argue("list")
 

@@ -7,8 +7,11 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy.engine import Engine
 
 from app.debates import MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_FILES, MAX_TOPIC_CHARS
+from app.store import MAX_SEARCH_CHARS
+from tests.web.test_routes import seed_debates
 
 # Each test runs on SQLite and on PostgreSQL (tests/conftest.py).
 pytestmark = pytest.mark.both_databases
@@ -203,6 +206,27 @@ def test_unknown_filters_on_the_history_page_fall_back_to_all(
     response = client.get(f"/debates?{query}")
     assert response.status_code == 200
     assert "No debates match." in response.text
+
+
+def test_a_search_too_long_to_run_on_the_history_page_says_so_and_keeps_what_was_typed(
+    client: TestClient,
+) -> None:
+    # SQLite refuses a LIKE pattern past 50,000 bytes once a row is compared: this page
+    # answered "The database is not answering" (503) to such a search.
+    engine: Engine = client.app.state.engine  # type: ignore[attr-defined]
+    seed_debates(engine, 1)
+    longest = "x" * MAX_SEARCH_CHARS
+    [found] = seed_debates(engine, 1, topic=f"Seeded {longest} topic")
+
+    response = client.get("/debates", params={"q": "x" * 50_000})
+
+    assert response.status_code == 422
+    assert "A search is at most 500 characters; this one has 50,000." in response.text
+    assert f'value="{"x" * 50_000}"' in response.text
+    assert "No debates match." in response.text
+    kept = client.get("/debates", params={"q": longest})
+    assert kept.status_code == 200
+    assert found in kept.text and "1 debate" in kept.text
 
 
 ODD_IDS = ["nope", "%00", "%ED%A0%80", "..%2F..%2Fetc", "a%20b", "x" * 3000, "%3Cscript%3E", "😀"]
