@@ -30,9 +30,10 @@ REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 class Settings(BaseSettings):
     # hide_input_in_errors: a refused setting's message would otherwise quote the input,
-    # and the input holds the provider keys.
+    # and the input holds the provider keys. allow_inf_nan: "inf" and "1e400" passed every
+    # bound a number of seconds has (a timeout or delay of forever), "nan" only by luck.
     model_config = SettingsConfigDict(
-        env_prefix="ARGUE_", extra="ignore", hide_input_in_errors=True
+        env_prefix="ARGUE_", extra="ignore", hide_input_in_errors=True, allow_inf_nan=False
     )
 
     home: Path = Field(default=Path("~/.argue"), description="Data folder: database and files.")

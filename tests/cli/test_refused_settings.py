@@ -43,6 +43,22 @@ def test_a_url_whose_password_lacks_its_host_is_refused_in_one_line_that_hides_i
     assert PASSWORD not in out + err
 
 
+@pytest.mark.parametrize("written", ["inf", "1e400", "nan", "-inf"])
+def test_a_number_of_seconds_that_is_not_finite_is_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], written: str
+) -> None:
+    monkeypatch.setenv("ARGUE_REQUEST_TIMEOUT", written)
+    monkeypatch.setenv("ARGUE_RETRY_MAX_DELAY", written)
+
+    code, _, err = _refusal(["list"], capsys)
+
+    assert code == 2
+    assert err.splitlines() == [
+        "argue: ARGUE_RETRY_MAX_DELAY: Input should be a finite number",
+        "argue: ARGUE_REQUEST_TIMEOUT: Input should be a finite number",
+    ]
+
+
 def test_a_value_outside_a_settings_choices_names_the_variable_and_the_choices(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
