@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
@@ -28,11 +29,22 @@ class ProviderReport:
     models_error: str | None = None
 
 
+def seconds(text: str) -> float:
+    """A positive, finite number of seconds: ``float`` alone takes "nan", "inf" and "-1"."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=seconds,
         default=LIST_TIMEOUT,
         help=f"seconds to wait for each provider's model list (default {LIST_TIMEOUT:g})",
     )

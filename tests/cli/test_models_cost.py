@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from app.cli.main import main
 from app.config import Settings
 from app.providers.registry import build_provider, provider_status
 
@@ -95,3 +96,16 @@ def test_a_keyless_status_says_what_the_adapter_itself_says(
 
     for name in ("anthropic", "gemini", "openai"):
         assert provider_status(name, settings) == build_provider(name, settings).status()
+
+
+@pytest.mark.parametrize("written", ["nan", "inf", "0", "-1", "soon"])
+def test_a_listing_timeout_that_is_not_a_positive_number_of_seconds_is_refused(
+    written: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["models", "--timeout", written])
+
+    assert stopped.value.code == 2
+    assert f"argument --timeout: {written!r} is not a positive number of seconds" in (
+        capsys.readouterr().err
+    )
