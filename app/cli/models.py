@@ -29,7 +29,7 @@ class ProviderReport:
     models_error: str | None = None
 
 
-def seconds(text: str) -> float:
+def _seconds(text: str) -> float:
     """A positive, finite number of seconds: ``float`` alone takes "nan", "inf" and "-1"."""
     try:
         value = float(text)
@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.add_argument(
         "--timeout",
-        type=seconds,
+        type=_seconds,
         default=LIST_TIMEOUT,
         help=f"seconds to wait for each provider's model list (default {LIST_TIMEOUT:g})",
     )

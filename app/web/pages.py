@@ -201,6 +201,45 @@ def form_status(form: ReadForm) -> int:
     return 422
 
 
+@dataclass(frozen=True)
+class HistoryPage:
+    """One page of the history's table."""
+
+    rows: Sequence[Any] = ()
+    total: int = 0
+    page: int = 1
+    pages: int = 1
+    costs: dict[str, Total] = field(default_factory=dict)
+
+
+def _history_page(
+    request: Request,
+    templates: Jinja2Templates,
+    filters: HistoryFilters,
+    shown: HistoryPage,
+    *,
+    notice: str | None = None,
+    search_error: str | None = None,
+) -> Response:
+    context = {
+        "debates": shown.rows,
+        "total": shown.total,
+        "page": shown.page,
+        "pages": shown.pages,
+        "q": filters.q,
+        "format": filters.format,
+        "status": filters.status,
+        "formats": format_names(),
+        "statuses": DEBATE_STATUSES,
+        "page_url": filters.url,
+        "notice": notice,
+        "search_error": search_error,
+        "costs": shown.costs,
+    }
+    status_code = 422 if search_error else 200
+    return templates.TemplateResponse(request, "list.html", context, status_code=status_code)
+
+
 @router.get("/debates", response_class=HTMLResponse, summary="All debates, newest first")
 def history(
     request: Request,
@@ -240,45 +279,6 @@ def history(
         return RedirectResponse(filters.url(pages), status_code=302)
     shown = HistoryPage(rows=rows, total=total, page=number, pages=pages, costs=costs)
     return _history_page(request, templates, filters, shown, notice=deleted_notice(deleted))
-
-
-@dataclass(frozen=True)
-class HistoryPage:
-    """One page of the history's table."""
-
-    rows: Sequence[Any] = ()
-    total: int = 0
-    page: int = 1
-    pages: int = 1
-    costs: dict[str, Total] = field(default_factory=dict)
-
-
-def _history_page(
-    request: Request,
-    templates: Jinja2Templates,
-    filters: HistoryFilters,
-    shown: HistoryPage,
-    *,
-    notice: str | None = None,
-    search_error: str | None = None,
-) -> Response:
-    context = {
-        "debates": shown.rows,
-        "total": shown.total,
-        "page": shown.page,
-        "pages": shown.pages,
-        "q": filters.q,
-        "format": filters.format,
-        "status": filters.status,
-        "formats": format_names(),
-        "statuses": DEBATE_STATUSES,
-        "page_url": filters.url,
-        "notice": notice,
-        "search_error": search_error,
-        "costs": shown.costs,
-    }
-    status_code = 422 if search_error else 200
-    return templates.TemplateResponse(request, "list.html", context, status_code=status_code)
 
 
 def deleted_notice(debate_id: str) -> str | None:
